@@ -1,0 +1,228 @@
+//! One upstream's breaker, retry budget and retry quota composed (DESIGN §5).
+//!
+//! Every binding builds its `call` / `execute` helpers (sync, async, with cancellation) on the
+//! two functions here and nothing else:
+//! * [`Policy::before_attempt`]: admits the attempt ([`Before::Go`]), says how long to wait for
+//!   the breaker ([`Before::Wait`]), or gives up now when the breaker stays open beyond what is
+//!   left of the budget ([`Before::GiveUp`]). A first attempt does not wait for an open breaker.
+//! * [`Policy::after_attempt`]: records the outcome on the breaker, asks the budget, takes the
+//!   retry's cost from the quota, and returns done, retry after a delay, or give up. If the
+//!   breaker will not admit the retry before the budget's delay ends, the delay is the breaker's
+//!   (longer, never shorter); if that does not fit the budget, it gives up now.
+//!
+//! Each of these reads the clock at most once.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use crate::breaker::{Breaker, Outcome, Permit};
+use crate::budget::{Decision, GiveUpReason, RetryBudget, RetryState, WaitSource};
+use crate::clock::LazyNow;
+use crate::error::{ConfigError, PermitError};
+use crate::http::{Classification, Classifier};
+use crate::quota::{QuotaLease, RetryQuota};
+
+/// The per-call state of a policy: one per logical call (all its attempts).
+#[derive(Debug, Default)]
+pub struct Call {
+    retry: RetryState,
+    lease: Option<QuotaLease>,
+    attempts: u32,
+}
+
+impl Call {
+    /// A fresh call.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Attempts admitted so far.
+    pub fn attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    /// The budget's per-call state.
+    pub fn retry_state(&self) -> &RetryState {
+        &self.retry
+    }
+}
+
+/// What to do before an attempt.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Before {
+    /// Make the attempt; record it with [`Policy::after_attempt`].
+    Go(Permit),
+    /// The breaker is open: wait this long, then ask again.
+    Wait(Duration),
+    /// Stop: the breaker stays open beyond what is left of the budget.
+    GiveUp {
+        /// Always [`GiveUpReason::BreakerOpen`].
+        reason: GiveUpReason,
+        /// The breaker's time until its next probe (`None` while forced open).
+        retry_after: Option<Duration>,
+    },
+}
+
+/// One upstream's breaker, budget and optional quota. `Send + Sync`.
+#[derive(Debug)]
+pub struct Policy {
+    breaker: Arc<Breaker>,
+    budget: Arc<RetryBudget>,
+    quota: Option<Arc<RetryQuota>>,
+    classifier: Classifier,
+}
+
+impl Policy {
+    /// Composes the parts; the breaker and the budget must share one clock (so that one reading
+    /// serves a whole decision).
+    pub fn new(
+        breaker: Arc<Breaker>,
+        budget: Arc<RetryBudget>,
+        quota: Option<Arc<RetryQuota>>,
+        classifier: Classifier,
+    ) -> Result<Policy, ConfigError> {
+        if !Arc::ptr_eq(breaker.clock(), budget.clock()) {
+            return Err(ConfigError::new(
+                "policy.clock",
+                "the breaker and the budget must share one clock",
+            ));
+        }
+        Ok(Policy {
+            breaker,
+            budget,
+            quota,
+            classifier,
+        })
+    }
+
+    /// The breaker.
+    pub fn breaker(&self) -> &Arc<Breaker> {
+        &self.breaker
+    }
+
+    /// The budget.
+    pub fn budget(&self) -> &Arc<RetryBudget> {
+        &self.budget
+    }
+
+    /// The quota, if any.
+    pub fn quota(&self) -> Option<&Arc<RetryQuota>> {
+        self.quota.as_ref()
+    }
+
+    /// The HTTP classifier.
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+
+    /// Before an attempt: go, wait for the breaker, or give up.
+    pub fn before_attempt(&self, call: &mut Call) -> Before {
+        let now = LazyNow::new(&**self.breaker.clock());
+        match self.breaker.allow_at(&now) {
+            Ok(p) => {
+                call.attempts += 1;
+                Before::Go(p)
+            }
+            Err(refusal) => match refusal.retry_after {
+                Some(wait) if wait <= self.budget.remaining_at(&call.retry, now.get()) => Before::Wait(wait),
+                retry_after => Before::GiveUp {
+                    reason: GiveUpReason::BreakerOpen,
+                    retry_after,
+                },
+            },
+        }
+    }
+
+    /// After an attempt: record, then done, retry after a delay, or give up.
+    /// Errors only for a permit of another breaker.
+    pub fn after_attempt(
+        &self,
+        call: &mut Call,
+        permit: Permit,
+        outcome: Outcome,
+    ) -> Result<Decision, PermitError> {
+        let now = LazyNow::new(&**self.breaker.clock());
+        self.after_at(call, permit, outcome, &now)
+    }
+
+    /// [`Policy::after_attempt`] for an HTTP response: classifies (status, headers) with the
+    /// policy's classifier at the decision's one clock reading, then decides.
+    pub fn after_response<'a, I>(
+        &self,
+        call: &mut Call,
+        permit: Permit,
+        status: u16,
+        headers: I,
+    ) -> Result<(Decision, Classification), crate::HoldoffError>
+    where
+        I: IntoIterator<Item = (&'a str, &'a str)>,
+    {
+        let now = LazyNow::new(&**self.breaker.clock());
+        let wall: SystemTime = now.wall();
+        let c = self.classifier.classify(status, headers, wall)?;
+        let d = self.after_at(call, permit, c.outcome, &now)?;
+        Ok((d, c))
+    }
+
+    fn after_at(
+        &self,
+        call: &mut Call,
+        permit: Permit,
+        outcome: Outcome,
+        now: &LazyNow<'_>,
+    ) -> Result<Decision, PermitError> {
+        self.breaker.record_at(permit, outcome, now)?;
+        let decision = self.budget.decide_with(&mut call.retry, outcome, now);
+        Ok(match decision {
+            Decision::Done => {
+                if let Some(q) = &self.quota {
+                    q.on_success(call.lease.take());
+                }
+                Decision::Done
+            }
+            Decision::GiveUp { .. } => decision,
+            Decision::Retry {
+                delay,
+                source,
+                server_delay,
+                capped,
+            } => {
+                let (delay, source) = match self.breaker.wait_at(now) {
+                    None => {
+                        return Ok(Decision::GiveUp {
+                            reason: GiveUpReason::BreakerOpen,
+                            server_delay,
+                        });
+                    }
+                    Some(b) if b > delay => {
+                        if b > self.budget.remaining_at(&call.retry, now.get()) {
+                            return Ok(Decision::GiveUp {
+                                reason: GiveUpReason::BreakerOpen,
+                                server_delay,
+                            });
+                        }
+                        (b, WaitSource::Breaker)
+                    }
+                    Some(_) => (delay, source),
+                };
+                if let Some(q) = &self.quota {
+                    match q.acquire(outcome == Outcome::Timeout) {
+                        Ok(lease) => call.lease = Some(lease),
+                        Err(_) => {
+                            return Ok(Decision::GiveUp {
+                                reason: GiveUpReason::QuotaEmpty,
+                                server_delay,
+                            })
+                        }
+                    }
+                }
+                Decision::Retry {
+                    delay,
+                    source,
+                    server_delay,
+                    capped,
+                }
+            }
+        })
+    }
+}
