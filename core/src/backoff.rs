@@ -59,7 +59,7 @@ impl Backoff {
     pub fn validate(&self, field: &str) -> Result<(), ConfigError> {
         if self.initial.is_zero() {
             return Err(ConfigError::new(
-                format!("{field}.initial_ms"),
+                format!("{field}.initial"),
                 "must be greater than 0",
             ));
         }
@@ -70,10 +70,7 @@ impl Backoff {
             ));
         }
         if self.max < self.initial {
-            return Err(ConfigError::new(
-                format!("{field}.max_ms"),
-                "must be >= initial_ms",
-            ));
+            return Err(ConfigError::new(format!("{field}.max"), "must be >= initial"));
         }
         if !self.jitter.is_finite() || !(0.0..1.0).contains(&self.jitter) {
             return Err(ConfigError::new(format!("{field}.jitter"), "must be in [0, 1)"));
@@ -167,7 +164,7 @@ mod tests {
         assert!(b.validate("x").is_err());
         assert_eq!(
             Backoff::constant(Duration::ZERO).validate("x").unwrap_err().field,
-            "x.initial_ms"
+            "x.initial"
         );
     }
 }

@@ -108,13 +108,13 @@ impl BreakerConfig {
         }
         if self.probe_timeout.is_some_and(|d| d.is_zero()) {
             return Err(ConfigError::new(
-                "breaker.probe_timeout_ms",
+                "breaker.probe_timeout",
                 "must be greater than 0",
             ));
         }
         if self.max_retry_later.is_zero() {
             return Err(ConfigError::new(
-                "breaker.max_retry_later_ms",
+                "breaker.max_retry_later",
                 "must be greater than 0",
             ));
         }
@@ -264,6 +264,55 @@ impl Permit {
             episode: raw.episode,
             probe: raw.probe,
         }
+    }
+}
+
+/// A permit held as a shared object and recorded at most once: for bindings (Python, Node,
+/// Kotlin, C#) whose permits are objects that user code may try to record twice. Lock-free.
+#[derive(Debug)]
+pub struct PermitSlot {
+    raw: RawPermit,
+    taken: std::sync::atomic::AtomicBool,
+}
+
+impl PermitSlot {
+    /// Wraps a permit.
+    pub fn new(permit: Permit) -> PermitSlot {
+        PermitSlot {
+            raw: permit.into_raw(),
+            taken: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// The episode the permit was admitted under (0 while closed).
+    pub fn episode(&self) -> u32 {
+        if self.raw.probe == 0 {
+            0
+        } else {
+            self.raw.episode
+        }
+    }
+
+    /// Whether the permit is a probe.
+    pub fn is_probe(&self) -> bool {
+        self.raw.probe != 0
+    }
+
+    /// Whether the permit was already taken for recording.
+    pub fn is_taken(&self) -> bool {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    /// Takes the permit to record it on `breaker`: [`PermitError::Foreign`] if another breaker
+    /// issued it (the slot stays usable), [`PermitError::AlreadyRecorded`] the second time.
+    pub fn take(&self, breaker: &Breaker) -> Result<Permit, PermitError> {
+        if self.raw.breaker != breaker.id() {
+            return Err(PermitError::Foreign);
+        }
+        if self.taken.swap(true, Ordering::AcqRel) {
+            return Err(PermitError::AlreadyRecorded);
+        }
+        Ok(Permit::from_raw(self.raw))
     }
 }
 

@@ -71,22 +71,22 @@ impl BudgetConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.retry_after_cap.is_zero() {
             return Err(ConfigError::new(
-                "budget.retry_after_cap_ms",
+                "budget.retry_after_cap",
                 "must be greater than 0",
             ));
         }
         if self.max_rate_limit_duration.is_zero() {
             return Err(ConfigError::new(
-                "budget.max_rate_limit_duration_ms",
+                "budget.max_rate_limit_duration",
                 "must be greater than 0",
             ));
         }
         if self.max_rate_limit_duration < self.retry_after_cap.saturating_mul(2) {
             return Err(ConfigError::new(
-                "budget.max_rate_limit_duration_ms",
+                "budget.max_rate_limit_duration",
                 format!(
                     "budget {} against a {} cap leaves no room to retry: it must be at least twice \
-                     retry_after_cap_ms (room for two capped waits)",
+                     retry_after_cap (room for two capped waits)",
                     secs(self.max_rate_limit_duration),
                     secs(self.retry_after_cap)
                 ),
@@ -95,7 +95,7 @@ impl BudgetConfig {
         self.backoff.validate("budget.backoff")?;
         if self.max_backoff_duration.is_zero() {
             return Err(ConfigError::new(
-                "budget.max_backoff_duration_ms",
+                "budget.max_backoff_duration",
                 "must be greater than 0",
             ));
         }

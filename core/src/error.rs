@@ -24,6 +24,16 @@ impl ConfigError {
     }
 }
 
+/// An argument of an operation that is out of range (an HTTP status outside 100..=599).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid input: {field}: {rule}")]
+pub struct InputError {
+    /// The argument, e.g. `status`.
+    pub field: String,
+    /// The rule it broke.
+    pub rule: String,
+}
+
 /// Refused clock movements.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ClockError {
@@ -55,6 +65,9 @@ pub enum HoldoffError {
     /// See [`ConfigError`].
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// See [`InputError`].
+    #[error(transparent)]
+    Input(#[from] InputError),
     /// See [`ClockError`].
     #[error(transparent)]
     Clock(#[from] ClockError),
@@ -68,6 +81,7 @@ impl HoldoffError {
     pub fn name(&self) -> &'static str {
         match self {
             HoldoffError::Config(_) => "invalid_config",
+            HoldoffError::Input(_) => "invalid_input",
             HoldoffError::Clock(ClockError::Backwards { .. }) => "clock_backwards",
             HoldoffError::Permit(PermitError::Foreign) => "foreign_permit",
             HoldoffError::Permit(PermitError::AlreadyRecorded) => "permit_already_recorded",

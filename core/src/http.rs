@@ -15,7 +15,7 @@
 use std::time::{Duration, SystemTime};
 
 use crate::breaker::Outcome;
-use crate::error::ConfigError;
+use crate::error::{ConfigError, InputError};
 use crate::retry_after::{hint_from_headers, HintSource, RetryAfter};
 
 /// Configuration of a [`Classifier`].
@@ -81,7 +81,7 @@ impl Classifier {
         }
         if config.rate_limit_default_wait.is_some_and(|d| d.is_zero()) {
             return Err(ConfigError::new(
-                "classifier.rate_limit_default_wait_ms",
+                "classifier.rate_limit_default_wait",
                 "must be greater than 0",
             ));
         }
@@ -100,15 +100,15 @@ impl Classifier {
         status: u16,
         headers: I,
         wall_now: SystemTime,
-    ) -> Result<Classification, ConfigError>
+    ) -> Result<Classification, InputError>
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         if !valid_status(status) {
-            return Err(ConfigError::new(
-                "status",
-                "must be an HTTP status between 100 and 599",
-            ));
+            return Err(InputError {
+                field: "status".into(),
+                rule: "must be an HTTP status between 100 and 599".into(),
+            });
         }
         let (hint, source) = hint_from_headers(headers, wall_now);
         let outcome = if self.config.failure_statuses.contains(&status) {

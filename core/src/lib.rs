@@ -44,6 +44,8 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod clock;
+#[cfg(feature = "serde")]
+pub mod config;
 pub mod error;
 pub mod group;
 pub mod http;
@@ -51,15 +53,16 @@ pub mod policy;
 pub mod quota;
 pub mod retry_after;
 pub mod trip;
+pub mod units;
 
 pub use backoff::{Backoff, Prng};
 pub use breaker::{
-    Breaker, BreakerConfig, Effect, Listener, Outcome, Permit, RawPermit, Reason, Refusal, Snapshot, State,
-    StateChange,
+    Breaker, BreakerConfig, Effect, Listener, Outcome, Permit, PermitSlot, RawPermit, Reason, Refusal,
+    Snapshot, State, StateChange,
 };
 pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, WaitSource};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
-pub use error::{ClockError, ConfigError, HoldoffError, PermitError};
+pub use error::{ClockError, ConfigError, HoldoffError, InputError, PermitError};
 pub use group::BreakerGroup;
 pub use http::{Classification, Classifier, ClassifierConfig};
 pub use policy::{Before, Call, Policy};

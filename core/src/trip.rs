@@ -74,10 +74,7 @@ impl TripPolicy {
             TripPolicy::FailuresInWindow { threshold: t, window } => {
                 threshold(t)?;
                 if window.is_zero() {
-                    return Err(ConfigError::new(
-                        "breaker.trip.window_ms",
-                        "must be greater than 0",
-                    ));
+                    return Err(ConfigError::new("breaker.trip.window", "must be greater than 0"));
                 }
                 Ok(())
             }
@@ -100,10 +97,7 @@ impl TripPolicy {
                     ));
                 }
                 if window.is_zero() {
-                    return Err(ConfigError::new(
-                        "breaker.trip.window_ms",
-                        "must be greater than 0",
-                    ));
+                    return Err(ConfigError::new("breaker.trip.window", "must be greater than 0"));
                 }
                 if buckets == 0 || buckets > 1000 || duration_nanos(window) < u64::from(buckets) {
                     return Err(ConfigError::new(
@@ -314,7 +308,7 @@ mod tests {
         assert!(!w.record(ms(0), true));
         assert!(!w.record(ms(1), true));
         assert!(!w.record(ms(2), false));
-        assert!(w.record(ms(3), false) == false);
+        assert!(!w.record(ms(3), false));
         assert!(w.record(ms(4), true));
     }
 }

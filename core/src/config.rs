@@ -1,0 +1,377 @@
+//! The language-neutral configuration format (feature `serde`): the `config` object of every
+//! conformance case and of every `holdoff simulate` scenario, in JSON or TOML.
+//!
+//! Durations are milliseconds (`*_ms`, numbers); rates, multipliers and jitter are plain
+//! numbers; the strings `"NaN"`, `"Infinity"` and `"-Infinity"` stand for the float values JSON
+//! cannot spell, so that configuration errors can be tested. Every field is optional and
+//! defaults to the core's default. Unknown keys are refused. Conversion errors name the field
+//! the way the core does (`breaker.open_interval.initial`).
+//!
+//! ```json
+//! { "breaker":   { "trip": { "policy": "consecutive", "threshold": 5 },
+//!                  "open_interval": { "initial_ms": 60000, "multiplier": 1 },
+//!                  "recoveries": 3 },
+//!   "budget":    { "max_rate_limit_duration_ms": 1800000, "retry_after_cap_ms": 300000 },
+//!   "quota":     { "capacity": 500 },
+//!   "classifier": { "failure_statuses": [403] } }
+//! ```
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backoff::Backoff;
+use crate::breaker::BreakerConfig;
+use crate::budget::BudgetConfig;
+use crate::error::ConfigError;
+use crate::http::ClassifierConfig;
+use crate::quota::QuotaConfig;
+use crate::trip::TripPolicy;
+use crate::units;
+
+/// A number, or one of the strings `"NaN"`, `"Infinity"`, `"-Infinity"`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "NumRepr", into = "f64")]
+pub struct Num(pub f64);
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum NumRepr {
+    N(f64),
+    S(String),
+}
+
+impl TryFrom<NumRepr> for Num {
+    type Error = String;
+    fn try_from(r: NumRepr) -> Result<Num, String> {
+        match r {
+            NumRepr::N(v) => Ok(Num(v)),
+            NumRepr::S(s) => match s.as_str() {
+                "NaN" => Ok(Num(f64::NAN)),
+                "Infinity" => Ok(Num(f64::INFINITY)),
+                "-Infinity" => Ok(Num(f64::NEG_INFINITY)),
+                _ => Err(format!(
+                    "expected a number, \"NaN\", \"Infinity\" or \"-Infinity\", got {s:?}"
+                )),
+            },
+        }
+    }
+}
+
+impl From<Num> for f64 {
+    fn from(n: Num) -> f64 {
+        n.0
+    }
+}
+
+/// Everything one upstream needs; each part optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HoldoffConfig {
+    /// The breaker (or the template of a breaker group).
+    pub breaker: Option<BreakerSpec>,
+    /// The retry budget.
+    pub budget: Option<BudgetSpec>,
+    /// The retry quota.
+    pub quota: Option<QuotaSpec>,
+    /// The HTTP classifier.
+    pub classifier: Option<ClassifierSpec>,
+}
+
+/// A trip policy.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TripSpec {
+    /// `threshold` consecutive failures.
+    Consecutive {
+        /// Failures in a row.
+        threshold: i64,
+    },
+    /// `threshold` failures inside a rolling window.
+    Window {
+        /// Failures in the window.
+        threshold: i64,
+        /// Window length, ms.
+        window_ms: Num,
+    },
+    /// Failure rate over a rolling window.
+    Rate {
+        /// Rate in (0, 1].
+        threshold: Num,
+        /// Calls needed before the rate is judged.
+        min_calls: i64,
+        /// Window length, ms.
+        window_ms: Num,
+        /// Buckets in the window (default 10).
+        #[serde(default)]
+        buckets: Option<i64>,
+    },
+}
+
+/// A backoff.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackoffSpec {
+    /// First interval, ms.
+    pub initial_ms: Option<Num>,
+    /// Growth per step (>= 1).
+    pub multiplier: Option<Num>,
+    /// Cap, ms.
+    pub max_ms: Option<Num>,
+    /// Fraction in [0, 1) that jitter may subtract.
+    pub jitter: Option<Num>,
+}
+
+/// A breaker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BreakerSpec {
+    /// Trip policy.
+    pub trip: Option<TripSpec>,
+    /// Open interval.
+    pub open_interval: Option<BackoffSpec>,
+    /// Probe answers needed to close.
+    pub recoveries: Option<i64>,
+    /// Probes per interval.
+    pub max_probes_in_flight: Option<i64>,
+    /// Probe timeout, ms.
+    pub probe_timeout_ms: Option<Num>,
+    /// Guard on retry-later delays, ms.
+    pub max_retry_later_ms: Option<Num>,
+    /// Jitter seed.
+    pub seed: Option<u64>,
+}
+
+/// A retry budget.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetSpec {
+    /// Episode budget, ms.
+    pub max_rate_limit_duration_ms: Option<Num>,
+    /// Cap on one Retry-After wait, ms.
+    pub retry_after_cap_ms: Option<Num>,
+    /// Counted-path retries.
+    pub max_retries: Option<i64>,
+    /// Counted-path backoff.
+    pub backoff: Option<BackoffSpec>,
+    /// Counted-path total, ms.
+    pub max_backoff_duration_ms: Option<Num>,
+    /// Jitter seed.
+    pub seed: Option<u64>,
+}
+
+/// A retry quota.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaSpec {
+    /// Tokens in a full bucket.
+    pub capacity: Option<i64>,
+    /// Cost of a retry.
+    pub retry_cost: Option<i64>,
+    /// Cost of a retry after a timeout.
+    pub timeout_cost: Option<i64>,
+    /// Refill per success without retry.
+    pub success_refill: Option<i64>,
+}
+
+/// An HTTP classifier.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassifierSpec {
+    /// Statuses counted as failures.
+    pub failure_statuses: Option<Vec<i64>>,
+    /// Statuses counted as answers.
+    pub answer_statuses: Option<Vec<i64>>,
+    /// Statuses whose delay hint opens a retry-later wait.
+    pub retry_after_statuses: Option<Vec<i64>>,
+    /// Wait for a 429 without a usable hint, ms.
+    pub rate_limit_default_wait_ms: Option<Num>,
+}
+
+fn ms(field: &str, v: Num) -> Result<Duration, ConfigError> {
+    units::from_millis_f64(field, v.0)
+}
+
+impl BackoffSpec {
+    /// The backoff, starting from `default`.
+    pub fn to_backoff(&self, field: &str, default: Backoff) -> Result<Backoff, ConfigError> {
+        let mut b = default;
+        if let Some(v) = self.initial_ms {
+            b.initial = ms(&format!("{field}.initial"), v)?;
+        }
+        if let Some(v) = self.multiplier {
+            b.multiplier = units::finite(&format!("{field}.multiplier"), v.0)?;
+        }
+        match self.max_ms {
+            Some(v) => b.max = ms(&format!("{field}.max"), v)?,
+            // A constant interval needs no cap; a larger initial lifts the default cap with it.
+            None => b.max = b.max.max(b.initial),
+        }
+        if let Some(v) = self.jitter {
+            b.jitter = units::finite(&format!("{field}.jitter"), v.0)?;
+        }
+        b.validate(field)?;
+        Ok(b)
+    }
+}
+
+impl TripSpec {
+    /// The trip policy.
+    pub fn to_policy(&self) -> Result<TripPolicy, ConfigError> {
+        let threshold = |v: i64| {
+            units::count(
+                "breaker.trip.threshold",
+                v,
+                1,
+                i64::from(crate::trip::MAX_THRESHOLD),
+            )
+        };
+        let p = match self {
+            TripSpec::Consecutive { threshold: t } => TripPolicy::ConsecutiveFailures {
+                threshold: threshold(*t)?,
+            },
+            TripSpec::Window {
+                threshold: t,
+                window_ms,
+            } => TripPolicy::FailuresInWindow {
+                threshold: threshold(*t)?,
+                window: ms("breaker.trip.window", *window_ms)?,
+            },
+            TripSpec::Rate {
+                threshold: rate,
+                min_calls,
+                window_ms,
+                buckets,
+            } => TripPolicy::FailureRate {
+                threshold: units::finite("breaker.trip.threshold", rate.0)?,
+                min_calls: units::count(
+                    "breaker.trip.min_calls",
+                    *min_calls,
+                    1,
+                    i64::from(crate::trip::MAX_THRESHOLD),
+                )?,
+                window: ms("breaker.trip.window", *window_ms)?,
+                buckets: units::count("breaker.trip.buckets", buckets.unwrap_or(10), 1, 1000)?,
+            },
+        };
+        p.validate()?;
+        Ok(p)
+    }
+}
+
+impl BreakerSpec {
+    /// The breaker configuration, validated.
+    pub fn to_config(&self) -> Result<BreakerConfig, ConfigError> {
+        let mut c = BreakerConfig::default();
+        if let Some(t) = &self.trip {
+            c.trip = t.to_policy()?;
+        }
+        if let Some(b) = &self.open_interval {
+            c.open_interval = b.to_backoff("breaker.open_interval", c.open_interval)?;
+        }
+        let probes = i64::from(crate::breaker::MAX_PROBES);
+        if let Some(v) = self.recoveries {
+            c.recoveries = units::count("breaker.recoveries", v, 1, probes)?;
+        }
+        if let Some(v) = self.max_probes_in_flight {
+            c.max_probes_in_flight = units::count("breaker.max_probes_in_flight", v, 1, probes)?;
+        }
+        if let Some(v) = self.probe_timeout_ms {
+            c.probe_timeout = Some(ms("breaker.probe_timeout", v)?);
+        }
+        if let Some(v) = self.max_retry_later_ms {
+            c.max_retry_later = ms("breaker.max_retry_later", v)?;
+        }
+        if let Some(s) = self.seed {
+            c.seed = s;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+impl BudgetSpec {
+    /// The budget configuration, validated.
+    pub fn to_config(&self) -> Result<BudgetConfig, ConfigError> {
+        let mut c = BudgetConfig::default();
+        if let Some(v) = self.max_rate_limit_duration_ms {
+            c.max_rate_limit_duration = ms("budget.max_rate_limit_duration", v)?;
+        }
+        if let Some(v) = self.retry_after_cap_ms {
+            c.retry_after_cap = ms("budget.retry_after_cap", v)?;
+        }
+        if let Some(v) = self.max_retries {
+            c.max_retries = units::count("budget.max_retries", v, 0, 1_000_000)?;
+        }
+        if let Some(b) = &self.backoff {
+            c.backoff = b.to_backoff("budget.backoff", c.backoff)?;
+        }
+        if let Some(v) = self.max_backoff_duration_ms {
+            c.max_backoff_duration = ms("budget.max_backoff_duration", v)?;
+        }
+        if let Some(s) = self.seed {
+            c.seed = s;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+impl QuotaSpec {
+    /// The quota configuration, validated.
+    pub fn to_config(&self) -> Result<QuotaConfig, ConfigError> {
+        let mut c = QuotaConfig::default();
+        let tokens = |f: &str, v: i64| -> Result<u64, ConfigError> {
+            if !(0..=1_000_000_000).contains(&v) {
+                return Err(ConfigError::new(f, "must be between 0 and 1000000000"));
+            }
+            Ok(v as u64)
+        };
+        if let Some(v) = self.capacity {
+            c.capacity = tokens("quota.capacity", v)?;
+        }
+        if let Some(v) = self.retry_cost {
+            c.retry_cost = tokens("quota.retry_cost", v)?;
+        }
+        if let Some(v) = self.timeout_cost {
+            c.timeout_cost = tokens("quota.timeout_cost", v)?;
+        }
+        if let Some(v) = self.success_refill {
+            c.success_refill = tokens("quota.success_refill", v)?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+impl ClassifierSpec {
+    /// The classifier configuration, validated.
+    pub fn to_config(&self) -> Result<ClassifierConfig, ConfigError> {
+        let mut c = ClassifierConfig::default();
+        let statuses = |f: &str, v: &Vec<i64>| -> Result<Vec<u16>, ConfigError> {
+            v.iter()
+                .map(|s| {
+                    if (100..=599).contains(s) {
+                        Ok(*s as u16)
+                    } else {
+                        Err(ConfigError::new(f, "every status must be between 100 and 599"))
+                    }
+                })
+                .collect()
+        };
+        if let Some(v) = &self.failure_statuses {
+            c.failure_statuses = statuses("classifier.failure_statuses", v)?;
+        }
+        if let Some(v) = &self.answer_statuses {
+            c.answer_statuses = statuses("classifier.answer_statuses", v)?;
+        }
+        if let Some(v) = &self.retry_after_statuses {
+            c.retry_after_statuses = statuses("classifier.retry_after_statuses", v)?;
+        }
+        if let Some(v) = self.rate_limit_default_wait_ms {
+            c.rate_limit_default_wait = Some(ms("classifier.rate_limit_default_wait", v)?);
+        }
+        crate::http::Classifier::new(c.clone())?;
+        Ok(c)
+    }
+}

@@ -1,0 +1,116 @@
+//! Conversions from the numbers other languages pass (float seconds, float or integer
+//! milliseconds, nanoseconds) to [`Duration`], with the one set of rules every binding shares:
+//! NaN, infinities, negative values and values too large for a `Duration` are refused with a
+//! [`ConfigError`] naming the field; nothing is silently clamped.
+
+use std::time::Duration;
+
+use crate::error::ConfigError;
+
+/// The largest duration any binding may pass: 2^53 - 1 milliseconds (about 285 616 years), the
+/// largest whole number of milliseconds every language's number type holds exactly.
+pub const MAX_MILLIS: u64 = (1 << 53) - 1;
+
+fn check(field: &str, v: f64, what: &str) -> Result<f64, ConfigError> {
+    if v.is_nan() {
+        return Err(ConfigError::new(
+            field,
+            format!("must be a number of {what}, not NaN"),
+        ));
+    }
+    if v.is_infinite() {
+        return Err(ConfigError::new(
+            field,
+            format!("must be a finite number of {what}"),
+        ));
+    }
+    if v < 0.0 {
+        return Err(ConfigError::new(field, format!("must not be negative ({what})")));
+    }
+    Ok(v)
+}
+
+/// A duration from float seconds (Python's unit). Sub-nanosecond parts are rounded to the
+/// nearest nanosecond.
+pub fn from_secs_f64(field: &str, secs: f64) -> Result<Duration, ConfigError> {
+    let s = check(field, secs, "seconds")?;
+    if s * 1000.0 > MAX_MILLIS as f64 {
+        return Err(ConfigError::new(
+            field,
+            "is too large (at most 2^53-1 milliseconds)",
+        ));
+    }
+    Ok(Duration::from_nanos((s * 1e9).round() as u64))
+}
+
+/// A duration from float milliseconds (Node's and the conformance suite's unit).
+pub fn from_millis_f64(field: &str, ms: f64) -> Result<Duration, ConfigError> {
+    let m = check(field, ms, "milliseconds")?;
+    if m > MAX_MILLIS as f64 {
+        return Err(ConfigError::new(
+            field,
+            "is too large (at most 2^53-1 milliseconds)",
+        ));
+    }
+    Ok(Duration::from_nanos((m * 1e6).round() as u64))
+}
+
+/// A duration from signed integer milliseconds.
+pub fn from_millis_i64(field: &str, ms: i64) -> Result<Duration, ConfigError> {
+    if ms < 0 {
+        return Err(ConfigError::new(field, "must not be negative (milliseconds)"));
+    }
+    if ms as u64 > MAX_MILLIS {
+        return Err(ConfigError::new(
+            field,
+            "is too large (at most 2^53-1 milliseconds)",
+        ));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+/// A duration from unsigned nanoseconds (the C ABI's unit); every value is representable.
+pub fn from_nanos_u64(ns: u64) -> Duration {
+    Duration::from_nanos(ns)
+}
+
+/// A whole count from a signed integer, checked against `min..=max`.
+pub fn count(field: &str, v: i64, min: i64, max: i64) -> Result<u32, ConfigError> {
+    if v < min || v > max {
+        return Err(ConfigError::new(
+            field,
+            format!("must be between {min} and {max}"),
+        ));
+    }
+    Ok(v as u32)
+}
+
+/// A finite float (rates, multipliers, jitter): NaN and infinities are refused here, the range
+/// is checked by the config it goes into.
+pub fn finite(field: &str, v: f64) -> Result<f64, ConfigError> {
+    if !v.is_finite() {
+        return Err(ConfigError::new(field, "must be a finite number"));
+    }
+    Ok(v)
+}
+
+/// Milliseconds of a duration as a float, for bindings that report milliseconds.
+pub fn as_millis_f64(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_name_the_field() {
+        assert_eq!(from_secs_f64("a.b", f64::NAN).unwrap_err().field, "a.b");
+        assert!(from_secs_f64("a", -0.5).is_err());
+        assert!(from_millis_f64("a", f64::INFINITY).is_err());
+        assert!(from_millis_i64("a", -1).is_err());
+        assert!(from_millis_f64("a", 1e300).is_err());
+        assert_eq!(from_secs_f64("a", 1.5).unwrap(), Duration::from_millis(1500));
+        assert_eq!(count("n", 0, 1, 5).unwrap_err().field, "n");
+    }
+}
