@@ -1,0 +1,36 @@
+# holdoff: the two commands a newcomer needs are `make demo` and `make test`.
+SHELL := /bin/bash
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+export CARGO_TERM_COLOR ?= never
+# Every binding's run.sh installs what it needs (venv, npm packages, apt packages) itself.
+BINDINGS := python node c go csharp kotlin
+
+.PHONY: test demo conformance lint rust bindings bench fuzz $(addprefix test-,$(BINDINGS))
+
+## test: format and lint checks, every Rust test, every binding's tests, then the conformance matrix.
+test: lint rust bindings conformance
+
+lint:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	python3 conformance/validate.py
+
+rust:
+	cargo test --workspace --all-targets
+	cargo test --workspace --doc
+
+bindings: $(addprefix test-,$(BINDINGS))
+
+$(addprefix test-,$(BINDINGS)): test-%:
+	@if [ -f bindings/$*/run.sh ]; then bash bindings/$*/run.sh test; else echo "bindings/$*: not built yet"; fi
+
+## conformance: every language's runner over conformance/cases, one summary line per language.
+conformance:
+	@bash conformance/run-all
+
+## demo: the simulator on the bundled incident scenarios (charts under target/demo/).
+demo:
+	@bash cli/demo.sh
+
+bench:
+	cargo bench -p holdoff
