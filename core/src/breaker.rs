@@ -464,11 +464,24 @@ static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 #[derive(Debug, Clone, Copy)]
 struct InFlight {
     id: u32,
-    deadline: Instant,
+    admitted: Instant,
+    timeout: Duration,
     // The window before this probe re-armed it, and the value it re-armed it to: a cancelled
     // probe gives its window back only if nothing moved it since.
     prev_eligible: Instant,
     rearmed_to: Option<Instant>,
+}
+
+impl InFlight {
+    // Judged by age, not by a saturating deadline: at the end of the clock axis a deadline would
+    // equal "now" and every probe would be lost the moment it was admitted.
+    fn alive(&self, t: Instant) -> bool {
+        t.saturating_since(self.admitted) < self.timeout
+    }
+
+    fn deadline(&self) -> Instant {
+        self.admitted.saturating_add(self.timeout)
+    }
 }
 
 struct Inner {
@@ -626,8 +639,8 @@ impl Breaker {
                 let live: Vec<Instant> = inner
                     .probes
                     .iter()
-                    .map(|p| p.deadline)
-                    .filter(|d| *d > t)
+                    .filter(|p| p.alive(t))
+                    .map(InFlight::deadline)
                     .collect();
                 if live.len() >= max {
                     if let Some(first) = live.iter().min() {
@@ -722,7 +735,7 @@ impl Breaker {
             }
             State::Open | State::HalfOpen => {
                 let t = now.get();
-                inner.probes.retain(|p| p.deadline > t);
+                inner.probes.retain(|p| p.alive(t));
                 let max = self.config.max_probes_in_flight as usize;
                 if t >= inner.eligible_at && inner.probes.len() < max {
                     let id = inner.next_probe;
@@ -736,7 +749,8 @@ impl Breaker {
                     }
                     inner.probes.push(InFlight {
                         id,
-                        deadline: t.saturating_add(timeout),
+                        admitted: t,
+                        timeout,
                         prev_eligible,
                         rearmed_to,
                     });
@@ -774,7 +788,7 @@ impl Breaker {
     fn wait_from(inner: &Inner, t: Instant, max: usize) -> Duration {
         let mut until = inner.eligible_at;
         if inner.probes.len() >= max {
-            if let Some(first) = inner.probes.iter().map(|p| p.deadline).min() {
+            if let Some(first) = inner.probes.iter().map(InFlight::deadline).min() {
                 until = until.max(first);
             }
         }
@@ -871,10 +885,7 @@ impl Breaker {
                 let t = now.get();
                 let current = permit.probe != 0
                     && permit.episode == episode
-                    && inner
-                        .probes
-                        .iter()
-                        .any(|p| p.id == permit.probe && p.deadline > t);
+                    && inner.probes.iter().any(|p| p.id == permit.probe && p.alive(t));
                 if !current {
                     inner.stale += 1;
                     match outcome {
@@ -1049,12 +1060,12 @@ impl Breaker {
         let state = State::from_bits(w);
         let t = now.get();
         let max = self.config.max_probes_in_flight as usize;
-        let live: Vec<InFlight> = inner.probes.iter().copied().filter(|p| p.deadline > t).collect();
+        let live: Vec<InFlight> = inner.probes.iter().copied().filter(|p| p.alive(t)).collect();
         let open = matches!(state, State::Open | State::HalfOpen);
         let (retry_after, ready) = if open {
             let mut until = inner.eligible_at;
             if live.len() >= max {
-                if let Some(first) = live.iter().map(|p| p.deadline).min() {
+                if let Some(first) = live.iter().map(InFlight::deadline).min() {
                     until = until.max(first);
                 }
             }
@@ -1094,6 +1105,14 @@ impl Breaker {
     /// snapshot counts any dropped). Bindings that cannot be called back from Rust poll this.
     pub fn drain_events(&self) -> Vec<StateChange> {
         self.lock().events.drain(..).collect()
+    }
+
+    /// Takes at most `max` of the oldest queued state changes, leaving the rest queued: for
+    /// bindings that drain into a caller's fixed-size buffer (the C ABI).
+    pub fn drain_events_up_to(&self, max: usize) -> Vec<StateChange> {
+        let mut inner = self.lock();
+        let n = max.min(inner.events.len());
+        inner.events.drain(..n).collect()
     }
 
     /// Calls `listener` after every state change, outside the breaker's lock (so it may call
