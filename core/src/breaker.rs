@@ -829,7 +829,28 @@ impl Breaker {
             return Effect::Ignored;
         }
         match state {
-            State::Disabled => Effect::Counted,
+            State::Disabled => {
+                // Counted like closed, so the snapshot shows what a disabled breaker would have
+                // seen, but never tripped.
+                if permit.episode != episode {
+                    inner.stale += 1;
+                    return Effect::Stale;
+                }
+                let failure = outcome.is_failure();
+                if self.timed {
+                    inner.window.record(now.get(), failure);
+                } else {
+                    let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                        let f = if failure {
+                            (word_failures(w) + 1).min(FAIL_MASK)
+                        } else {
+                            0
+                        };
+                        Some(pack(State::from_bits(w), f, word_episode(w)))
+                    });
+                }
+                Effect::Counted
+            }
             State::ForcedOpen => {
                 inner.stale += 1;
                 Effect::Stale

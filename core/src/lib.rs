@@ -69,3 +69,20 @@ pub use policy::{Before, Call, Policy};
 pub use quota::{QuotaConfig, QuotaEmpty, QuotaLease, RetryQuota};
 pub use retry_after::{hint_from_headers, parse_retry_after, HintSource, RetryAfter, Unusable};
 pub use trip::TripPolicy;
+
+#[cfg(test)]
+mod tests {
+    // One breaker, budget, quota or policy is shared by many threads: they must stay Send + Sync.
+    fn shared<T: Send + Sync>() {}
+
+    #[test]
+    fn public_objects_are_send_and_sync() {
+        shared::<crate::Breaker>();
+        shared::<crate::RetryBudget>();
+        shared::<crate::RetryQuota>();
+        shared::<crate::Policy>();
+        shared::<crate::BreakerGroup>();
+        shared::<crate::PermitSlot>();
+        shared::<crate::ManualClock>();
+    }
+}
