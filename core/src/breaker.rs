@@ -470,6 +470,8 @@ struct InFlight {
     // probe gives its window back only if nothing moved it since.
     prev_eligible: Instant,
     rearmed_to: Option<Instant>,
+    // The probe window it was admitted in.
+    window: u64,
 }
 
 impl InFlight {
@@ -487,6 +489,11 @@ impl InFlight {
 struct Inner {
     window: TripWindow,
     eligible_at: Instant,
+    // Each new probe window (a re-arm, a trip, a failed probe) gets a new number; an interval
+    // admits at most `max_probes_in_flight` probes, however fast they are answered, so that
+    // recovery ramps one interval at a time instead of bursting (DESIGN §3, incident 1).
+    probe_window: u64,
+    window_admitted: u32,
     interval: Duration,
     step: u32,
     recoveries: u32,
@@ -541,6 +548,8 @@ impl Breaker {
             inner: Mutex::new(Inner {
                 window: TripWindow::new(&config.trip),
                 eligible_at: Instant::ZERO,
+                probe_window: 0,
+                window_admitted: 0,
                 interval: config.open_interval.initial,
                 step: 0,
                 recoveries: 0,
@@ -737,15 +746,21 @@ impl Breaker {
                 let t = now.get();
                 inner.probes.retain(|p| p.alive(t));
                 let max = self.config.max_probes_in_flight as usize;
-                if t >= inner.eligible_at && inner.probes.len() < max {
+                if t >= inner.eligible_at
+                    && (inner.window_admitted as usize) < max
+                    && inner.probes.len() < max
+                {
                     let id = inner.next_probe;
                     inner.next_probe = inner.next_probe.wrapping_add(1).max(1);
                     let timeout = self.config.probe_timeout.unwrap_or(inner.interval);
                     let prev_eligible = inner.eligible_at;
+                    let window = inner.probe_window;
                     let mut rearmed_to = None;
-                    if inner.probes.len() + 1 == max {
-                        inner.eligible_at = t.saturating_add(inner.interval);
-                        rearmed_to = Some(inner.eligible_at);
+                    inner.window_admitted += 1;
+                    if inner.window_admitted as usize == max {
+                        let next = t.saturating_add(inner.interval);
+                        Self::new_window(&mut inner, next);
+                        rearmed_to = Some(next);
                     }
                     inner.probes.push(InFlight {
                         id,
@@ -753,6 +768,7 @@ impl Breaker {
                         timeout,
                         prev_eligible,
                         rearmed_to,
+                        window,
                     });
                     inner.probes_admitted += 1;
                     if state == State::Open {
@@ -783,6 +799,12 @@ impl Breaker {
         };
         self.finish(inner);
         result
+    }
+
+    fn new_window(inner: &mut Inner, eligible_at: Instant) {
+        inner.eligible_at = eligible_at;
+        inner.probe_window = inner.probe_window.wrapping_add(1);
+        inner.window_admitted = 0;
     }
 
     fn wait_from(inner: &Inner, t: Instant, max: usize) -> Duration {
@@ -821,8 +843,13 @@ impl Breaker {
             {
                 if let Some(i) = inner.probes.iter().position(|p| p.id == permit.probe) {
                     let p = inner.probes.swap_remove(i);
-                    if p.rearmed_to == Some(inner.eligible_at) {
+                    if p.rearmed_to.is_some() && p.rearmed_to == Some(inner.eligible_at) {
+                        // Nothing moved the window since this probe closed it: give it back.
                         inner.eligible_at = p.prev_eligible;
+                        inner.probe_window = p.window;
+                        inner.window_admitted = self.config.max_probes_in_flight - 1;
+                    } else if p.window == inner.probe_window {
+                        inner.window_admitted = inner.window_admitted.saturating_sub(1);
                     }
                 }
             }
@@ -913,7 +940,9 @@ impl Breaker {
                         Outcome::RetryLater(d) if !d.is_zero() => {
                             inner.recoveries = 0;
                             let until = t.saturating_add(d.min(self.config.max_retry_later));
-                            inner.eligible_at = inner.eligible_at.max(until);
+                            if until > inner.eligible_at {
+                                Self::new_window(inner, until);
+                            }
                         }
                         o if o.is_failure() => inner.recoveries = 0,
                         _ => {}
@@ -932,7 +961,7 @@ impl Breaker {
                         inner.recoveries = 0;
                         let wait = d.min(self.config.max_retry_later);
                         inner.interval = wait;
-                        inner.eligible_at = t.saturating_add(wait);
+                        Self::new_window(inner, t.saturating_add(wait));
                         self.transition(inner, w, State::Open, t, Reason::RetryLater, Some(d), Some(wait));
                     }
                     _ => {
@@ -940,7 +969,8 @@ impl Breaker {
                         let step = inner.step;
                         inner.interval = self.config.open_interval.interval(step, &mut inner.rng);
                         inner.step = step.saturating_add(1);
-                        inner.eligible_at = t.saturating_add(inner.interval);
+                        let next = t.saturating_add(inner.interval);
+                        Self::new_window(inner, next);
                         let open_for = inner.interval;
                         self.transition(
                             inner,
@@ -972,7 +1002,7 @@ impl Breaker {
             }
         };
         inner.interval = wait;
-        inner.eligible_at = t.saturating_add(wait);
+        Self::new_window(inner, t.saturating_add(wait));
         inner.recoveries = 0;
         inner.probes.clear();
         inner.window.clear();

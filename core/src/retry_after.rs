@@ -10,10 +10,13 @@
 //! * Decimal seconds (`1.5`, `299.997`) are not RFC syntax but are sent by real servers; holdoff
 //!   accepts them and rounds **up** to the millisecond, so it never waits less than asked.
 //! * HTTP-date: IMF-fixdate, and the obsolete RFC 850 and asctime forms, which a recipient must
-//!   accept (RFC 9110 §5.6.7), parsed by the `httpdate` crate (its two-digit-year pivot is 1970,
-//!   which agrees with the RFC's 50-year rule for every year it can represent after 2026).
-//!   The delay is the date minus the wall time of the decision's one clock reading, rounded up to
-//!   the millisecond; a date in the past means now (a zero delay).
+//!   accept (RFC 9110 §5.6.7), parsed and validated (weekday included) by the `httpdate` crate.
+//!   An RFC 850 two-digit year is read as the latest year with those digits that is not more than
+//!   50 years in the future (RFC 9110 §5.6.7; `httpdate` alone pivots at 1970). Dates before
+//!   1970, which `httpdate` cannot represent, are validated by shifting them whole 400-year
+//!   Gregorian cycles forward and are in the past. The delay is the date minus the wall time of
+//!   the decision's one clock reading, rounded up to the millisecond; a date in the past means
+//!   now (a zero delay).
 //! * A zero delay is returned as such; the retry budget and breaker decide what zero means
 //!   (incident 3: not a usable rate-limit hint).
 //! * Signs, garbage, and several values that disagree (`120, 60`, or two fields) are unusable.
@@ -140,10 +143,13 @@ pub fn parse_retry_after(value: &str, wall_now: SystemTime) -> RetryAfter {
     if let Some(r) = delta_seconds(s) {
         return r;
     }
-    if let Ok(date) = httpdate::parse_http_date(s) {
-        return RetryAfter::Delay(match date.duration_since(wall_now) {
-            Ok(d) => ceil_millis(d),
-            Err(_) => Duration::ZERO,
+    if let Some(date) = http_date(s, wall_now) {
+        return RetryAfter::Delay(match date {
+            Some(at) => at
+                .duration_since(wall_now)
+                .map(ceil_millis)
+                .unwrap_or(Duration::ZERO),
+            None => Duration::ZERO,
         });
     }
     if s.contains(',') {
@@ -154,6 +160,89 @@ pub fn parse_retry_after(value: &str, wall_now: SystemTime) -> RetryAfter {
         }));
     }
     RetryAfter::Unusable(Unusable::Malformed)
+}
+
+const WEEKDAYS: [&str; 7] = [
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+/// An HTTP-date: `Some(Some(t))` for a date `httpdate` can represent, `Some(None)` for a valid
+/// date before 1970 (in the past, whatever now is), `None` if `s` is not an HTTP-date.
+fn http_date(s: &str, wall_now: SystemTime) -> Option<Option<SystemTime>> {
+    // Every HTTP-date is ASCII; checking first keeps the byte slicing below on char boundaries.
+    if !s.is_ascii() {
+        return None;
+    }
+    if let Some(imf) = rfc850_as_imf(s, wall_now) {
+        return httpdate::parse_http_date(&imf).ok().map(Some);
+    }
+    if let Ok(t) = httpdate::parse_http_date(s) {
+        return Some(Some(t));
+    }
+    // IMF-fixdate `Sun, 06 Nov 1994 08:49:37 GMT` (year at 12..16) or asctime
+    // `Sun Nov  6 08:49:37 1994` (year at 20..24) with a year before 1970: the Gregorian
+    // calendar repeats every 400 years (weekdays included), so the shifted date validates the
+    // original one.
+    let year_at = match (s.len(), s.as_bytes().get(3)) {
+        (29, Some(b',')) => 12,
+        (24, Some(b' ')) => 20,
+        _ => return None,
+    };
+    let year: u32 = s.get(year_at..year_at + 4)?.parse().ok()?;
+    if year >= 1970 || !s[year_at..year_at + 4].bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let shifted = year + 400 * (1970 - year).div_ceil(400);
+    let candidate = format!("{}{shifted}{}", &s[..year_at], &s[year_at + 4..]);
+    httpdate::parse_http_date(&candidate).ok().map(|_| None)
+}
+
+/// Rewrites an RFC 850 date (`Sunday, 06-Nov-94 08:49:37 GMT`) as an IMF-fixdate whose year
+/// follows RFC 9110 §5.6.7: the latest year with those two digits that is not more than 50
+/// years after `wall_now`.
+fn rfc850_as_imf(s: &str, wall_now: SystemTime) -> Option<String> {
+    let (weekday, rest) = s.split_once(", ")?;
+    if !WEEKDAYS.contains(&weekday) || rest.len() != 22 || &rest[2..3] != "-" || &rest[6..7] != "-" {
+        return None;
+    }
+    let yy: u32 = rest.get(7..9)?.parse().ok()?;
+    // The year of `wall_now`, read through httpdate's formatter (it covers 1970..=9999).
+    let now_secs = wall_now.duration_since(UNIX_EPOCH).ok()?.as_secs();
+    if now_secs >= 253_402_300_800 {
+        return None;
+    }
+    let now_year: u32 = httpdate::fmt_http_date(wall_now).get(12..16)?.parse().ok()?;
+    let limit = now_year + 50;
+    let mut year = limit - (limit % 100) + yy;
+    if year > limit {
+        year -= 100;
+    }
+    let imf = |y: u32| {
+        format!(
+            "{}, {} {} {y}{}",
+            &weekday[..3],
+            &rest[0..2],
+            &rest[3..6],
+            &rest[9..]
+        )
+    };
+    if year == limit {
+        // In the limit year itself, compare the instants: more than 50 years (of 365.2425 days)
+        // ahead means the previous century.
+        let fifty_years = Duration::from_secs(50 * 31_556_952);
+        if let Ok(t) = httpdate::parse_http_date(&imf(year)) {
+            if t.duration_since(wall_now).is_ok_and(|d| d > fifty_years) {
+                year -= 100;
+            }
+        }
+    }
+    Some(imf(year))
 }
 
 fn combine(values: impl Iterator<Item = RetryAfter>) -> RetryAfter {

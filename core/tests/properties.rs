@@ -242,6 +242,21 @@ proptest! {
     }
 
     #[test]
+    fn retry_after_parsing_never_panics(
+        value in prop_oneof![
+            any::<String>(),
+            "[A-Za-z]{3,9}, [0-9]{2}[- ][A-Za-z]{3}[- ][0-9]{2,4} [0-9]{2}:[0-9]{2}:[0-9]{2} GMT",
+            "[A-Za-z]{3} [A-Za-z]{3} [ 0-9]{2} [0-9:]{8} [0-9]{4}",
+            "[ \t]*[-+]?[0-9]{0,25}(\\.[0-9]{0,12})?[ \t,0-9]*",
+        ],
+        wall_secs in 0u64..300_000_000_000,
+    ) {
+        let wall = std::time::UNIX_EPOCH + Duration::from_secs(wall_secs);
+        let _ = holdoff::parse_retry_after(&value, wall);
+        let _ = holdoff::hint_from_headers([("Retry-After", value.as_str()), ("X-RateLimit-Reset", value.as_str())], wall);
+    }
+
+    #[test]
     fn backoff_never_overflows(initial in 1u64..u64::MAX / 2, mult in 1.0f64..1e6, n in any::<u32>(), jitter in 0.0f64..0.99, seed: u64) {
         let b = Backoff {
             initial: Duration::from_nanos(initial),
