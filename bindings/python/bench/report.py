@@ -1,0 +1,73 @@
+"""Turns pytest-benchmark's JSON into the README's table (per-operation medians and ratios) and
+writes it between the `<!-- bench:start -->` / `<!-- bench:end -->` markers of README.md."""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+ROWS = [
+    ("allow+record (closed)", [
+        ("holdoff `record(allow(), SUCCESS)`", "test_holdoff_allow_record"),
+        ("pybreaker `cb.call(noop)`", "test_pybreaker_call"),
+        ("two trivial native getters (floor)", "test_two_native_calls"),
+        ("empty loop (baseline)", "test_empty_loop"),
+    ]),
+    ("decorated trivial function", [
+        ("holdoff `@policy`", "test_holdoff_decorated"),
+        ("pybreaker `@cb`", "test_pybreaker_decorated"),
+        ("tenacity `@retry(stop_after_attempt(3))`", "test_tenacity_decorated"),
+        ("undecorated call (baseline)", "test_plain_call"),
+    ]),
+]
+
+
+def version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def main(path: str) -> None:
+    data = json.loads(Path(path).read_text())
+    per_op = {}
+    best = {}
+    for b in data["benchmarks"]:
+        ops = b["extra_info"].get("ops", 1)
+        per_op[b["name"]] = b["stats"]["median"] / ops * 1e9
+        best[b["name"]] = b["stats"]["min"] / ops * 1e9
+    try:
+        load = " (load average %.1f on %d cores during the run)" % (
+            __import__("os").getloadavg()[0], __import__("os").cpu_count() or 0)
+    except OSError:
+        load = ""
+    lines = [
+        f"Median per operation, CPython {platform.python_version()}, {data['machine_info'].get('cpu', {}).get('brand_raw', platform.machine())}, "
+        f"holdoff release build; pybreaker {version('pybreaker')}, tenacity {version('tenacity')}{load}.",
+        "",
+        "| operation | implementation | median ns/op | min ns/op | median vs holdoff |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for group, rows in ROWS:
+        base = per_op[rows[0][1]]
+        for label, name in rows:
+            ns = per_op[name]
+            lines.append(f"| {group} | {label} | {ns:,.0f} | {best[name]:,.0f} | {ns / base:.2f}x |")
+    table = "\n".join(lines)
+    print(table)
+    text = README.read_text()
+    start, end = "<!-- bench:start -->", "<!-- bench:end -->"
+    if start in text and end in text:
+        head, rest = text.split(start, 1)
+        _, tail = rest.split(end, 1)
+        README.write_text(f"{head}{start}\n{table}\n{end}{tail}")
+        print(f"\nwrote the table to {README}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

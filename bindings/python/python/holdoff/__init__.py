@@ -1,0 +1,180 @@
+"""holdoff: a circuit breaker and retry budget whose logic is one Rust core shared by every
+language (Python, Node, C, Go, C#, Kotlin), proven equal by one conformance suite.
+
+Durations are float seconds (``datetime.timedelta`` is accepted too). Time only moves through
+the clock an object was built with: :class:`SystemClock` by default, :class:`ManualClock` in
+tests.
+
+>>> import holdoff
+>>> clock = holdoff.ManualClock()
+>>> policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock))
+>>> @policy.retrying(sleep=clock.advance)
+... def fetch() -> str:
+...     return "ok"
+>>> fetch()
+'ok'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
+
+from . import _holdoff
+from ._errors import (
+    BreakerOpen,
+    ClockBackwards,
+    ConfigTypeError,
+    GiveUp,
+    HoldoffError,
+    InvalidConfig,
+    InvalidInput,
+    PermitError,
+    QuotaEmpty,
+    RetryLater,
+    UpstreamUnavailable,
+)
+from ._helpers import Attempt, Retrying, call, call_async, classify_exception, retrying
+from ._holdoff import (
+    Backoff,
+    Breaker,
+    BreakerGroup,
+    Call,
+    Classification,
+    Classifier,
+    ConsecutiveFailures,
+    Decision,
+    FailureRate,
+    FailuresInWindow,
+    ManualClock,
+    Outcome,
+    Permit,
+    QuotaLease,
+    RetryAfter,
+    RetryBudget,
+    RetryQuota,
+    RetryState,
+    Snapshot,
+    StateChange,
+    Stop,
+    SystemClock,
+    Wait,
+    hint_from_headers,
+    parse_retry_after,
+)
+
+__version__: str = _holdoff.__version__
+
+T = TypeVar("T")
+
+#: A breaker's state.
+State = Literal["closed", "open", "half_open", "forced_open", "disabled"]
+#: What recording an outcome did.
+Effect = Literal["counted", "stale", "ignored"]
+#: Why a breaker changed state.
+Reason = Literal[
+    "tripped", "retry_later", "probe_admitted", "probe_failed", "recovered",
+    "forced_open", "disabled", "reset",
+]
+#: Why the budget gave up.
+GiveUpReason = Literal[
+    "budget_spent", "retry_after_exceeds_remaining", "backoff_exceeds_remaining",
+    "attempts_exhausted", "not_retryable", "quota_empty", "breaker_open", "cancelled",
+]
+#: A trip policy.
+TripPolicy = Union[ConsecutiveFailures, FailuresInWindow, FailureRate]
+#: A clock.
+Clock = Union[ManualClock, SystemClock]
+
+#: ``hint_from_headers`` under a shorter name.
+hint = hint_from_headers
+
+
+class Policy(_holdoff.Policy):
+    """One upstream's breaker, retry budget, optional quota and HTTP classifier.
+
+    ``before_attempt(call)`` / ``after_attempt(call, permit, outcome)`` are the two core
+    operations; the conveniences below are built on them only:
+
+    * ``policy.call(fn, *args, **kwargs)`` and ``await policy.call_async(fn, ...)``
+    * ``@policy`` (sync or ``async def``) or ``@policy.retrying(sleep=..., ...)``
+    * ``for attempt in policy.retrying(): with attempt: ...`` (and ``async for``)
+    """
+
+    def retrying(self, **options: Any) -> Retrying:
+        """A :class:`Retrying` for this policy (options: ``sleep``, ``async_sleep``,
+        ``classify_exception``, ``classify_result``, ``http``)."""
+        return Retrying(self, **options)
+
+    def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Calls ``fn(*args, **kwargs)``, retrying as the policy decides (``time.sleep``)."""
+        return Retrying(self).call(fn, *args, **kwargs)
+
+    async def call_async(self, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
+        """Awaits ``fn(*args, **kwargs)``, retrying as the policy decides (``asyncio.sleep``)."""
+        return await Retrying(self).call_async(fn, *args, **kwargs)
+
+    def __call__(self, fn: Callable[..., T]) -> Callable[..., T]:
+        """Decorator: ``@policy`` retries every call of ``fn`` as the policy decides."""
+        return Retrying(self)(fn)
+
+
+#: The core's default open interval of a breaker: 30 s doubling to 300 s, no jitter.
+DEFAULT_OPEN_INTERVAL = Backoff.breaker_default()
+#: The core's default backoff of a retry budget's counted path: 0.5 s doubling to 60 s.
+DEFAULT_BUDGET_BACKOFF = Backoff.budget_default()
+
+__all__ = [
+    "Attempt",
+    "Backoff",
+    "Breaker",
+    "BreakerGroup",
+    "BreakerOpen",
+    "Call",
+    "Classification",
+    "Classifier",
+    "Clock",
+    "ClockBackwards",
+    "ConfigTypeError",
+    "ConsecutiveFailures",
+    "DEFAULT_BUDGET_BACKOFF",
+    "DEFAULT_OPEN_INTERVAL",
+    "Decision",
+    "Effect",
+    "FailureRate",
+    "FailuresInWindow",
+    "GiveUp",
+    "GiveUpReason",
+    "HoldoffError",
+    "InvalidConfig",
+    "InvalidInput",
+    "ManualClock",
+    "Outcome",
+    "Permit",
+    "PermitError",
+    "Policy",
+    "QuotaEmpty",
+    "QuotaLease",
+    "Reason",
+    "RetryAfter",
+    "RetryBudget",
+    "RetryLater",
+    "RetryQuota",
+    "RetryState",
+    "Retrying",
+    "Snapshot",
+    "State",
+    "StateChange",
+    "Stop",
+    "SystemClock",
+    "TripPolicy",
+    "UpstreamUnavailable",
+    "Wait",
+    "call",
+    "call_async",
+    "classify_exception",
+    "hint",
+    "hint_from_headers",
+    "parse_retry_after",
+    "retrying",
+    "__version__",
+]

@@ -1,0 +1,383 @@
+//! Retry budget, per-call retry state, decisions, and the retry quota.
+
+use std::sync::{Arc, Mutex};
+
+use holdoff as hc;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+
+use crate::breaker::{outcome_arg, Backoff};
+use crate::clock::clock_arg;
+use crate::convert::{self, secs_out};
+
+fn fmt_opt(v: Option<f64>) -> String {
+    v.map_or_else(|| "None".to_owned(), |x| format!("{x:?}"))
+}
+
+fn fmt_opt_str(v: Option<&str>) -> String {
+    v.map_or_else(|| "None".to_owned(), |x| format!("'{x}'"))
+}
+
+/// The per-call part of retrying: one per logical call (all its attempts), owned by its caller.
+#[pyclass(frozen, module = "holdoff._holdoff")]
+pub struct RetryState {
+    inner: Mutex<hc::RetryState>,
+}
+
+#[pymethods]
+impl RetryState {
+    #[new]
+    fn new() -> Self {
+        RetryState {
+            inner: Mutex::new(hc::RetryState::new()),
+        }
+    }
+
+    /// Retries taken on the counted path.
+    #[getter]
+    fn retries(&self) -> u32 {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner()).retries()
+    }
+
+    /// When the counted path started for this call (seconds on the budget's clock), or `None`.
+    #[getter]
+    fn first_failure(&self) -> Option<f64> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .first_failure()
+            .map(|t| t.as_nanos() as f64 / 1e9)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RetryState(retries={}, first_failure={})",
+            self.retries(),
+            fmt_opt(self.first_failure())
+        )
+    }
+}
+
+/// What to do after an answer. `action` is `"done"`, `"retry"` or `"give_up"`. For a retry:
+/// `delay` (seconds, never negative, never shorter than the server asked up to the cap),
+/// `source` (`"retry_after"`, `"backoff"`, `"breaker"`), `capped`. For a give-up: `reason`.
+/// `server_delay` is the server's own Retry-After (seconds) when the answer carried one.
+#[pyclass(frozen, freelist = 64, module = "holdoff._holdoff")]
+pub struct Decision {
+    action: &'static str,
+    #[pyo3(get)]
+    delay: Option<f64>,
+    #[pyo3(get)]
+    source: Option<&'static str>,
+    #[pyo3(get)]
+    server_delay: Option<f64>,
+    #[pyo3(get)]
+    capped: bool,
+    #[pyo3(get)]
+    reason: Option<&'static str>,
+}
+
+fn done(py: Python<'_>) -> PyResult<Py<Decision>> {
+    static DONE: PyOnceLock<Py<Decision>> = PyOnceLock::new();
+    Ok(DONE
+        .get_or_try_init(py, || {
+            Py::new(
+                py,
+                Decision {
+                    action: "done",
+                    delay: None,
+                    source: None,
+                    server_delay: None,
+                    capped: false,
+                    reason: None,
+                },
+            )
+        })?
+        .clone_ref(py))
+}
+
+/// A decision as a Python object; `Done` is one shared object (`Decision.DONE`), so the hot path
+/// allocates none and helpers may test it by identity.
+pub(crate) fn decision(py: Python<'_>, d: hc::Decision) -> PyResult<Py<Decision>> {
+    match d {
+        hc::Decision::Done => done(py),
+        hc::Decision::Retry {
+            delay,
+            source,
+            server_delay,
+            capped,
+        } => Py::new(
+            py,
+            Decision {
+                action: "retry",
+                delay: Some(secs_out(delay)),
+                source: Some(source.name()),
+                server_delay: server_delay.map(secs_out),
+                capped,
+                reason: None,
+            },
+        ),
+        hc::Decision::GiveUp { reason, server_delay } => Py::new(
+            py,
+            Decision {
+                action: "give_up",
+                delay: None,
+                source: None,
+                server_delay: server_delay.map(secs_out),
+                capped: false,
+                reason: Some(reason.name()),
+            },
+        ),
+    }
+}
+
+#[pymethods]
+impl Decision {
+    /// The one "done" decision (`after_attempt(...) is Decision.DONE` after a success).
+    #[classattr]
+    #[allow(non_snake_case)]
+    fn DONE(py: Python<'_>) -> PyResult<Py<Decision>> {
+        done(py)
+    }
+
+    /// `"done"`, `"retry"` or `"give_up"`.
+    #[getter]
+    fn action<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyString> {
+        match self.action {
+            "done" => pyo3::intern!(py, "done").clone(),
+            "retry" => pyo3::intern!(py, "retry").clone(),
+            _ => pyo3::intern!(py, "give_up").clone(),
+        }
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<Decision>().is_ok_and(|o| {
+            let o = o.get();
+            o.action == self.action
+                && o.delay == self.delay
+                && o.source == self.source
+                && o.server_delay == self.server_delay
+                && o.capped == self.capped
+                && o.reason == self.reason
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        match self.action {
+            "done" => "Decision(action='done')".to_owned(),
+            "retry" => format!(
+                "Decision(action='retry', delay={}, source={}, server_delay={}, capped={})",
+                fmt_opt(self.delay),
+                fmt_opt_str(self.source),
+                fmt_opt(self.server_delay),
+                if self.capped { "True" } else { "False" }
+            ),
+            _ => format!(
+                "Decision(action='give_up', reason={}, server_delay={})",
+                fmt_opt_str(self.reason),
+                fmt_opt(self.server_delay)
+            ),
+        }
+    }
+}
+
+/// The retry budget of one upstream, shared by its callers. Durations in seconds (float or
+/// timedelta): `max_rate_limit_duration` (1800: one rate-limit episode's total),
+/// `retry_after_cap` (300: cap on one Retry-After wait; the budget must be at least twice it),
+/// `max_retries` (10, counted path), `backoff` (a `Backoff`, default 0.5 s doubling to 60 s),
+/// `max_backoff_duration` (43200), `seed` (0), `clock`.
+#[pyclass(frozen, module = "holdoff._holdoff")]
+pub struct RetryBudget {
+    pub(crate) inner: Arc<hc::RetryBudget>,
+}
+
+#[pymethods]
+impl RetryBudget {
+    #[new]
+    #[pyo3(signature = (*, max_rate_limit_duration = None, retry_after_cap = None,
+                        max_retries = None, backoff = None, max_backoff_duration = None,
+                        seed = None, clock = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        max_rate_limit_duration: Option<&Bound<'_, PyAny>>,
+        retry_after_cap: Option<&Bound<'_, PyAny>>,
+        max_retries: Option<&Bound<'_, PyAny>>,
+        backoff: Option<&Bound<'_, PyAny>>,
+        max_backoff_duration: Option<&Bound<'_, PyAny>>,
+        seed: Option<&Bound<'_, PyAny>>,
+        clock: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut c = hc::BudgetConfig::default();
+        if let Some(v) = max_rate_limit_duration {
+            c.max_rate_limit_duration = convert::duration(v, "budget.max_rate_limit_duration")?;
+        }
+        if let Some(v) = retry_after_cap {
+            c.retry_after_cap = convert::duration(v, "budget.retry_after_cap")?;
+        }
+        if let Some(v) = max_retries {
+            c.max_retries = convert::count(v, "budget.max_retries", 0, 1_000_000)?;
+        }
+        if let Some(b) = backoff.filter(|o| !o.is_none()) {
+            c.backoff = b
+                .cast::<Backoff>()
+                .map_err(|_| {
+                    convert::type_error(py, "budget.backoff", "must be a holdoff.Backoff".to_owned())
+                })?
+                .get()
+                .inner;
+        }
+        if let Some(v) = max_backoff_duration {
+            c.max_backoff_duration = convert::duration(v, "budget.max_backoff_duration")?;
+        }
+        if let Some(v) = seed {
+            c.seed = convert::seed(v, "budget.seed")?;
+        }
+        let clock = clock_arg(clock)?;
+        let inner = hc::RetryBudget::new(c, clock).map_err(|e| convert::config_error(py, e))?;
+        Ok(RetryBudget {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Decides what to do after an answer for the call whose state is `state`. Reads the clock
+    /// at most once.
+    fn decide(
+        &self,
+        py: Python<'_>,
+        state: &Bound<'_, RetryState>,
+        outcome: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<Decision>> {
+        let outcome = outcome_arg(outcome)?;
+        let d = {
+            let mut s = state.get().inner.lock().unwrap_or_else(|e| e.into_inner());
+            self.inner.decide(&mut s, outcome)
+        };
+        decision(py, d)
+    }
+
+    /// When the current rate-limit episode started (seconds on the clock), or `None`.
+    #[getter]
+    fn episode_start(&self) -> Option<f64> {
+        self.inner.episode_start().map(|t| t.as_nanos() as f64 / 1e9)
+    }
+
+    fn __repr__(&self) -> String {
+        let c = self.inner.config();
+        format!(
+            "RetryBudget(max_rate_limit_duration={:?}, retry_after_cap={:?}, max_retries={})",
+            secs_out(c.max_rate_limit_duration),
+            secs_out(c.retry_after_cap),
+            c.max_retries
+        )
+    }
+}
+
+/// Tokens taken for one retry; give them back with `RetryQuota.on_success(lease)`.
+#[pyclass(frozen, module = "holdoff._holdoff")]
+pub struct QuotaLease {
+    inner: hc::QuotaLease,
+}
+
+#[pymethods]
+impl QuotaLease {
+    /// Tokens taken.
+    #[getter]
+    fn cost(&self) -> u64 {
+        self.inner.cost
+    }
+
+    fn __repr__(&self) -> String {
+        format!("QuotaLease(cost={})", self.inner.cost)
+    }
+}
+
+/// A token bucket shared by every caller of one upstream: a retry costs `retry_cost` (5), a
+/// retry after a timeout `timeout_cost` (10), a success refunds its lease or adds
+/// `success_refill` (1); `capacity` 500. All whole tokens.
+#[pyclass(frozen, module = "holdoff._holdoff")]
+pub struct RetryQuota {
+    pub(crate) inner: Arc<hc::RetryQuota>,
+}
+
+#[pymethods]
+impl RetryQuota {
+    #[new]
+    #[pyo3(signature = (*, capacity = None, retry_cost = None, timeout_cost = None,
+                        success_refill = None))]
+    fn new(
+        py: Python<'_>,
+        capacity: Option<&Bound<'_, PyAny>>,
+        retry_cost: Option<&Bound<'_, PyAny>>,
+        timeout_cost: Option<&Bound<'_, PyAny>>,
+        success_refill: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let mut c = hc::QuotaConfig::default();
+        if let Some(v) = capacity {
+            c.capacity = convert::tokens(v, "quota.capacity")?;
+        }
+        if let Some(v) = retry_cost {
+            c.retry_cost = convert::tokens(v, "quota.retry_cost")?;
+        }
+        if let Some(v) = timeout_cost {
+            c.timeout_cost = convert::tokens(v, "quota.timeout_cost")?;
+        }
+        if let Some(v) = success_refill {
+            c.success_refill = convert::tokens(v, "quota.success_refill")?;
+        }
+        let inner = hc::RetryQuota::new(c).map_err(|e| convert::config_error(py, e))?;
+        Ok(RetryQuota {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Takes the cost of one retry (`timeout=True`: the timeout cost). Raises `QuotaEmpty`
+    /// (with `available` and `cost`) when the bucket cannot pay.
+    #[pyo3(signature = (timeout = false))]
+    fn acquire(&self, py: Python<'_>, timeout: bool) -> PyResult<QuotaLease> {
+        self.inner
+            .acquire(timeout)
+            .map(|inner| QuotaLease { inner })
+            .map_err(|e| convert::quota_empty(py, e))
+    }
+
+    /// A call succeeded: refunds `lease`, or adds `success_refill` when it needed no retry.
+    #[pyo3(signature = (lease = None))]
+    fn on_success(&self, lease: Option<&Bound<'_, QuotaLease>>) {
+        self.inner.on_success(lease.map(|l| l.get().inner));
+    }
+
+    /// Tokens left.
+    #[getter]
+    fn available(&self) -> u64 {
+        self.inner.available()
+    }
+
+    #[getter]
+    fn capacity(&self) -> u64 {
+        self.inner.config().capacity
+    }
+
+    #[getter]
+    fn retry_cost(&self) -> u64 {
+        self.inner.config().retry_cost
+    }
+
+    #[getter]
+    fn timeout_cost(&self) -> u64 {
+        self.inner.config().timeout_cost
+    }
+
+    #[getter]
+    fn success_refill(&self) -> u64 {
+        self.inner.config().success_refill
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RetryQuota(available={}, capacity={})",
+            self.inner.available(),
+            self.inner.config().capacity
+        )
+    }
+}

@@ -1,0 +1,303 @@
+//! Argument conversion and error mapping: Python values to the core's types, checked by the
+//! core's `units` rules, and core errors to the exceptions of `holdoff._errors`.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use holdoff as hc;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString, PyType};
+
+const ERRORS: &str = "holdoff._errors";
+
+macro_rules! error_class {
+    ($fn:ident, $name:literal) => {
+        pub(crate) fn $fn(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+            static CELL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+            CELL.import(py, ERRORS, $name)
+        }
+    };
+}
+
+error_class!(invalid_config_cls, "InvalidConfig");
+error_class!(config_type_cls, "ConfigTypeError");
+error_class!(invalid_input_cls, "InvalidInput");
+error_class!(clock_backwards_cls, "ClockBackwards");
+error_class!(permit_error_cls, "PermitError");
+error_class!(breaker_open_cls, "BreakerOpen");
+error_class!(quota_empty_cls, "QuotaEmpty");
+
+fn raise<'py>(cls: PyResult<&Bound<'py, PyType>>, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
+    match cls.and_then(|c| c.call1(args)) {
+        Ok(instance) => PyErr::from_value(instance),
+        Err(e) => e,
+    }
+}
+
+/// `holdoff.InvalidConfig` (a `ValueError`) naming the field and the rule.
+pub(crate) fn config_error(py: Python<'_>, e: hc::ConfigError) -> PyErr {
+    raise(invalid_config_cls(py), (e.field, e.rule))
+}
+
+/// `holdoff.ConfigTypeError` (a `TypeError`) naming the field.
+pub(crate) fn type_error(py: Python<'_>, field: &str, rule: String) -> PyErr {
+    raise(config_type_cls(py), (field.to_owned(), rule))
+}
+
+/// `holdoff.InvalidInput` (a `ValueError`).
+pub(crate) fn input_error(py: Python<'_>, e: hc::InputError) -> PyErr {
+    raise(invalid_input_cls(py), (e.field, e.rule))
+}
+
+/// `holdoff.ClockBackwards` (a `ValueError`).
+pub(crate) fn clock_error(py: Python<'_>, e: hc::ClockError) -> PyErr {
+    let hc::ClockError::Backwards {
+        now_nanos,
+        requested_nanos,
+    } = e;
+    raise(
+        clock_backwards_cls(py),
+        (now_nanos as f64 / 1e9, requested_nanos as f64 / 1e9),
+    )
+}
+
+/// `holdoff.PermitError` with the stable name as `code`.
+pub(crate) fn permit_error(py: Python<'_>, e: hc::PermitError) -> PyErr {
+    raise(permit_error_cls(py), (hc::HoldoffError::from(e).name(),))
+}
+
+/// `holdoff.BreakerOpen` for a refusal.
+pub(crate) fn breaker_open(py: Python<'_>, r: hc::Refusal) -> PyErr {
+    raise(
+        breaker_open_cls(py),
+        (r.retry_after.map(secs_out), r.state.name(), r.episode),
+    )
+}
+
+/// `holdoff.QuotaEmpty`.
+pub(crate) fn quota_empty(py: Python<'_>, e: hc::QuotaEmpty) -> PyErr {
+    raise(quota_empty_cls(py), (e.available, e.cost))
+}
+
+/// Any core error.
+pub(crate) fn holdoff_error(py: Python<'_>, e: hc::HoldoffError) -> PyErr {
+    match e {
+        hc::HoldoffError::Config(c) => config_error(py, c),
+        hc::HoldoffError::Input(i) => input_error(py, i),
+        hc::HoldoffError::Clock(c) => clock_error(py, c),
+        hc::HoldoffError::Permit(p) => permit_error(py, p),
+    }
+}
+
+/// A duration as float seconds (Python's unit).
+pub(crate) fn secs_out(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".to_owned())
+}
+
+fn timedelta(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static CELL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    CELL.import(py, "datetime", "timedelta")
+}
+
+fn datetime(py: Python<'_>) -> PyResult<&Bound<'_, PyType>> {
+    static CELL: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    CELL.import(py, "datetime", "datetime")
+}
+
+/// A real number (int or float, not bool) as f64; huge ints are refused as too large.
+fn real(obj: &Bound<'_, PyAny>, field: &str, what: &str) -> PyResult<f64> {
+    let py = obj.py();
+    if obj.is_instance_of::<PyFloat>() {
+        return obj.extract::<f64>();
+    }
+    if obj.is_instance_of::<PyInt>() && !obj.is_instance_of::<PyBool>() {
+        return obj.extract::<f64>().map_err(|_| {
+            config_error(
+                py,
+                hc::ConfigError {
+                    field: field.to_owned(),
+                    rule: "is too large".to_owned(),
+                },
+            )
+        });
+    }
+    Err(type_error(
+        py,
+        field,
+        format!("must be {what}, not {}", type_name(obj)),
+    ))
+}
+
+/// Float seconds (int, float or `datetime.timedelta`) to a `Duration`, by the core's rules
+/// (`units::from_secs_f64`: NaN, infinities, negatives and values past 2^53-1 ms refused).
+pub(crate) fn duration(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Duration> {
+    let py = obj.py();
+    let secs = if obj.is_instance(timedelta(py)?)? {
+        // Exact to the microsecond (a float of seconds is not, past about 10^8 s).
+        let days: i64 = obj.getattr("days")?.extract()?;
+        let seconds: i64 = obj.getattr("seconds")?.extract()?;
+        let micros: i64 = obj.getattr("microseconds")?.extract()?;
+        let total = i128::from(days) * 86_400_000_000 + i128::from(seconds) * 1_000_000 + i128::from(micros);
+        if total >= 0 && total / 1000 <= i128::from(hc::units::MAX_MILLIS) {
+            return Ok(Duration::from_micros(total as u64));
+        }
+        // Out of range: the core's rule names the field and says why.
+        total as f64 / 1e6
+    } else {
+        real(obj, field, "a number of seconds or a datetime.timedelta")?
+    };
+    hc::units::from_secs_f64(field, secs).map_err(|e| config_error(py, e))
+}
+
+/// `duration`, with `None` meaning "not set".
+pub(crate) fn opt_duration(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<Option<Duration>> {
+    match obj {
+        None => Ok(None),
+        Some(o) if o.is_none() => Ok(None),
+        Some(o) => duration(o, field).map(Some),
+    }
+}
+
+/// A finite float (rates, multipliers, jitter), by `units::finite`.
+pub(crate) fn finite(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
+    let v = real(obj, field, "a number")?;
+    hc::units::finite(field, v).map_err(|e| config_error(obj.py(), e))
+}
+
+/// A whole count in `min..=max`, by `units::count`. Floats and bools are type errors; huge ints
+/// are out of range.
+pub(crate) fn count(obj: &Bound<'_, PyAny>, field: &str, min: i64, max: i64) -> PyResult<u32> {
+    let v = int(obj, field)?;
+    hc::units::count(field, v, min, max).map_err(|e| config_error(obj.py(), e))
+}
+
+/// A Python int as i64; ints beyond i64 saturate (so the range check that follows refuses them).
+pub(crate) fn int(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
+    if !obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
+        return Err(type_error(
+            obj.py(),
+            field,
+            format!("must be an int, not {}", type_name(obj)),
+        ));
+    }
+    match obj.extract::<i64>() {
+        Ok(v) => Ok(v),
+        Err(_) => Ok(if obj.lt(0)? { i64::MIN } else { i64::MAX }),
+    }
+}
+
+/// A whole number of tokens in `0..=10^9` (quota figures; the quota's rules check the rest).
+pub(crate) fn tokens(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u64> {
+    let v = int(obj, field)?;
+    if !(0..=1_000_000_000).contains(&v) {
+        return Err(config_error(
+            obj.py(),
+            hc::ConfigError {
+                field: field.to_owned(),
+                rule: "must be between 0 and 1000000000".to_owned(),
+            },
+        ));
+    }
+    Ok(v as u64)
+}
+
+/// A PRNG seed: an int in `0..2^64`.
+pub(crate) fn seed(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u64> {
+    if !obj.is_instance_of::<PyInt>() || obj.is_instance_of::<PyBool>() {
+        return Err(type_error(
+            obj.py(),
+            field,
+            format!("must be an int, not {}", type_name(obj)),
+        ));
+    }
+    obj.extract::<u64>().map_err(|_| {
+        config_error(
+            obj.py(),
+            hc::ConfigError {
+                field: field.to_owned(),
+                rule: "must be between 0 and 2^64-1".to_owned(),
+            },
+        )
+    })
+}
+
+/// A list of HTTP statuses (any iterable of ints; each 100..=599 is checked by the core).
+pub(crate) fn statuses(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Vec<u16>> {
+    let py = obj.py();
+    if obj.is_instance_of::<PyString>() {
+        return Err(type_error(
+            py,
+            field,
+            "must be a list of ints, not str".to_owned(),
+        ));
+    }
+    let iter = obj.try_iter().map_err(|_| {
+        type_error(
+            py,
+            field,
+            format!("must be a list of ints, not {}", type_name(obj)),
+        )
+    })?;
+    let mut out = Vec::new();
+    for item in iter {
+        let v = int(&item?, field)?;
+        if !(100..=599).contains(&v) {
+            return Err(config_error(
+                py,
+                hc::ConfigError {
+                    field: field.to_owned(),
+                    rule: "every status must be between 100 and 599".to_owned(),
+                },
+            ));
+        }
+        out.push(v as u16);
+    }
+    Ok(out)
+}
+
+/// A wall-clock time: float/int Unix seconds, an aware `datetime`, a holdoff clock (its wall
+/// time now), or `None` for the system's wall clock.
+pub(crate) fn wall_time(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<SystemTime> {
+    let Some(obj) = obj.filter(|o| !o.is_none()) else {
+        return Ok(SystemTime::now());
+    };
+    let py = obj.py();
+    if let Some(clock) = crate::clock::shared_clock(obj) {
+        let c = clock;
+        return Ok(c.wall_at(c.now()));
+    }
+    let secs = if obj.is_instance(datetime(py)?)? {
+        if obj.getattr("tzinfo")?.is_none() {
+            return Err(type_error(
+                py,
+                field,
+                "must be a timezone-aware datetime (a naive one has no defined instant)".to_owned(),
+            ));
+        }
+        obj.call_method0("timestamp")?.extract::<f64>()?
+    } else {
+        real(obj, field, "Unix seconds, an aware datetime or a holdoff clock")?
+    };
+    let d = hc::units::from_secs_f64(field, secs).map_err(|e| config_error(py, e))?;
+    Ok(UNIX_EPOCH + d)
+}
+
+/// The callable check shared by callbacks.
+pub(crate) fn callable(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<()> {
+    if obj.is_callable() {
+        Ok(())
+    } else {
+        Err(PyTypeError::new_err(format!(
+            "{field} must be callable, not {}",
+            type_name(obj)
+        )))
+    }
+}

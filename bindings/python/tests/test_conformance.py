@@ -1,0 +1,495 @@
+"""Every case of ``conformance/cases`` through holdoff's public Python API, one pytest id per
+case, following the runner contract in ``conformance/README.md`` and mirroring the Rust
+reference runner (``core/tests/conformance.rs``).
+
+The case's neutral configuration (integer milliseconds) is turned into the Python constructors
+(float seconds), as a Python user would write them. The one translation of an error: a
+``Backoff`` is a value of its own, so its errors name ``backoff.<field>``; the runner reports
+them under the field that holds the backoff (``breaker.open_interval``, ``budget.backoff``), as
+``core/src/config.rs`` does.
+
+``HOLDOFF_CASES=substring`` runs only the cases whose id contains it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+import holdoff
+
+SUITE_VERSION = 1
+
+HERE = Path(__file__).resolve().parent
+ROOT = Path(os.environ.get("HOLDOFF_CONFORMANCE_DIR", HERE.parents[2] / "conformance"))
+
+
+def _load_cases() -> List[Dict[str, Any]]:
+    version = int((ROOT / "VERSION").read_text().strip())
+    assert version == SUITE_VERSION, f"runner written for suite version {SUITE_VERSION}, got {version}"
+    cases: List[Dict[str, Any]] = []
+    seen = set()
+    for path in sorted((ROOT / "cases").rglob("*.json")):
+        doc = json.loads(path.read_text())
+        for case in doc["cases"]:
+            assert case["id"] not in seen, f"duplicate case id {case['id']}"
+            seen.add(case["id"])
+            cases.append(case)
+    needle = os.environ.get("HOLDOFF_CASES", "")
+    return [c for c in cases if needle in c["id"]]
+
+
+CASES = _load_cases()
+
+
+class CaseFailure(AssertionError):
+    pass
+
+
+# -- conversions ------------------------------------------------------------------------------
+
+
+def num(v: Any) -> Any:
+    """A JSON number, or one of the strings "NaN", "Infinity", "-Infinity"."""
+    if isinstance(v, str):
+        return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v)
+    return v
+
+
+def secs(ms: Any) -> Any:
+    """Integer (or odd) milliseconds of a case to float seconds of the Python API."""
+    v = num(ms)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return v / 1000
+    return v
+
+
+def clock_at(ms_: int) -> timedelta:
+    """A clock position: a timedelta is exact to the microsecond at any magnitude, a float of
+    seconds is not past about 10^8 s (the suite moves clocks to a century)."""
+    return timedelta(milliseconds=ms_)
+
+
+def ms(s: Optional[float]) -> Optional[float]:
+    """Float seconds back to milliseconds (the core's figures are whole milliseconds)."""
+    return None if s is None else round(s * 1000, 6)
+
+
+def outcome(v: Any) -> holdoff.Outcome:
+    if isinstance(v, str):
+        return {
+            "success": holdoff.Outcome.SUCCESS,
+            "answer": holdoff.Outcome.ANSWER,
+            "failure": holdoff.Outcome.FAILURE,
+            "timeout": holdoff.Outcome.TIMEOUT,
+            "cancelled": holdoff.Outcome.CANCELLED,
+        }[v]
+    return holdoff.Outcome.retry_later(v["retry_later_ms"] / 1000)
+
+
+def headers(step: Dict[str, Any]) -> List[Tuple[str, str]]:
+    return [(n, v) for n, v in step.get("headers", [])]
+
+
+def decision_dict(d: holdoff.Decision) -> Dict[str, Any]:
+    if d.action == "done":
+        return {"decision": "done"}
+    if d.action == "retry":
+        return {
+            "decision": "retry",
+            "delay_ms": ms(d.delay),
+            "source": d.source,
+            "server_delay_ms": ms(d.server_delay),
+            "capped": d.capped,
+        }
+    return {"decision": "give_up", "reason": d.reason, "server_delay_ms": ms(d.server_delay)}
+
+
+def event_dict(e: holdoff.StateChange) -> Dict[str, Any]:
+    return {
+        "at": round(e.at * 1000),
+        "from": e.from_state,
+        "to": e.to_state,
+        "episode": e.episode,
+        "reason": e.reason,
+        "requested_delay_ms": ms(e.requested_delay),
+        "open_for_ms": ms(e.open_for),
+    }
+
+
+def same(want: Any, got: Any) -> bool:
+    if isinstance(want, bool) or isinstance(got, bool):
+        return want is got
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)):
+        # Durations come back as float seconds: equal to the microsecond, or within the few ulps
+        # a float of seconds cannot resolve at huge magnitudes.
+        return math.isclose(float(want), float(got), rel_tol=4 * 2.0**-52, abs_tol=1e-3)
+    return bool(want == got)
+
+
+def check(expect: Optional[Dict[str, Any]], actual: Dict[str, Any], known: List[str]) -> None:
+    if expect is None:
+        return
+    if not isinstance(expect, dict):
+        raise CaseFailure("expect must be an object")
+    for k, v in expect.items():
+        if k not in known:
+            raise CaseFailure(f"unknown expect key {k!r}")
+        got = actual.get(k)
+        if not same(v, got):
+            raise CaseFailure(f"{k}: expected {v!r}, got {got!r}  (all: {actual!r})")
+
+
+def error_name(e: BaseException) -> str:
+    code = getattr(e, "code", None)
+    if isinstance(e, holdoff.HoldoffError) and isinstance(code, str):
+        return code
+    raise e
+
+
+# -- building ---------------------------------------------------------------------------------
+
+
+def backoff(spec: Dict[str, Any], default: holdoff.Backoff, field: str) -> holdoff.Backoff:
+    """A backoff spec over a default, as core/src/config.rs reads it: an absent `max_ms` keeps
+    the default cap unless `initial_ms` is larger."""
+    initial = secs(spec["initial_ms"]) if "initial_ms" in spec else default.initial
+    multiplier = num(spec["multiplier"]) if "multiplier" in spec else default.multiplier
+    jitter = num(spec["jitter"]) if "jitter" in spec else default.jitter
+    if "max_ms" in spec:
+        cap = secs(spec["max_ms"])
+    else:
+        cap = default.max
+        if isinstance(initial, (int, float)) and initial > cap:
+            cap = initial
+    try:
+        return holdoff.Backoff(initial, multiplier, cap, jitter)
+    except (holdoff.InvalidConfig, holdoff.ConfigTypeError) as e:
+        if e.field.startswith("backoff."):
+            raise type(e)(field + e.field[len("backoff"):], e.rule) from None
+        raise
+
+
+def trip(spec: Dict[str, Any]) -> holdoff.TripPolicy:
+    policy = spec["policy"]
+    if policy == "consecutive":
+        return holdoff.ConsecutiveFailures(spec["threshold"])
+    if policy == "window":
+        return holdoff.FailuresInWindow(spec["threshold"], secs(spec["window_ms"]))
+    if policy == "rate":
+        kwargs = {}
+        if "buckets" in spec:
+            kwargs["buckets"] = spec["buckets"]
+        return holdoff.FailureRate(
+            num(spec["threshold"]), spec["min_calls"], secs(spec["window_ms"]), **kwargs
+        )
+    raise CaseFailure(f"unknown trip policy {policy!r}")
+
+
+def breaker_kwargs(spec: Dict[str, Any], clock: holdoff.ManualClock) -> Dict[str, Any]:
+    kw: Dict[str, Any] = {"clock": clock}
+    if "trip" in spec:
+        kw["trip"] = trip(spec["trip"])
+    if "open_interval" in spec:
+        kw["open_interval"] = backoff(
+            spec["open_interval"], holdoff.DEFAULT_OPEN_INTERVAL, "breaker.open_interval"
+        )
+    for key in ("recoveries", "max_probes_in_flight", "seed"):
+        if key in spec:
+            kw[key] = spec[key]
+    if "probe_timeout_ms" in spec:
+        kw["probe_timeout"] = secs(spec["probe_timeout_ms"])
+    if "max_retry_later_ms" in spec:
+        kw["max_retry_later"] = secs(spec["max_retry_later_ms"])
+    return kw
+
+
+class Ctx:
+    def __init__(self, case: Dict[str, Any]) -> None:
+        config = case.get("config", {})
+        origin = case.get("clock", {}).get("wall_origin_unix_ms", 0)
+        self.clock = holdoff.ManualClock(wall_origin=origin / 1000)
+        self.breaker: Optional[holdoff.Breaker] = None
+        self.group: Optional[holdoff.BreakerGroup] = None
+        self.breaker_kwargs: Optional[Dict[str, Any]] = None
+        if "breaker" in config:
+            self.breaker_kwargs = breaker_kwargs(config["breaker"], self.clock)
+            if case.get("group"):
+                self.group = holdoff.BreakerGroup(**self.breaker_kwargs)
+            else:
+                self.breaker = holdoff.Breaker(**self.breaker_kwargs)
+        self.budget: Optional[holdoff.RetryBudget] = None
+        if "budget" in config:
+            spec = config["budget"]
+            kw: Dict[str, Any] = {"clock": self.clock}
+            for key, name in (
+                ("max_rate_limit_duration_ms", "max_rate_limit_duration"),
+                ("retry_after_cap_ms", "retry_after_cap"),
+                ("max_backoff_duration_ms", "max_backoff_duration"),
+            ):
+                if key in spec:
+                    kw[name] = secs(spec[key])
+            for key in ("max_retries", "seed"):
+                if key in spec:
+                    kw[key] = spec[key]
+            if "backoff" in spec:
+                kw["backoff"] = backoff(
+                    spec["backoff"], holdoff.DEFAULT_BUDGET_BACKOFF, "budget.backoff"
+                )
+            self.budget = holdoff.RetryBudget(**kw)
+        self.quota: Optional[holdoff.RetryQuota] = None
+        if "quota" in config:
+            self.quota = holdoff.RetryQuota(**config["quota"])
+        ckw: Dict[str, Any] = {}
+        cspec = config.get("classifier", {})
+        for key in ("failure_statuses", "answer_statuses", "retry_after_statuses"):
+            if key in cspec:
+                ckw[key] = cspec[key]
+        if "rate_limit_default_wait_ms" in cspec:
+            ckw["rate_limit_default_wait"] = secs(cspec["rate_limit_default_wait_ms"])
+        self.classifier = holdoff.Classifier(**ckw)
+        self.policy: Optional[holdoff.Policy] = None
+        if case.get("policy"):
+            assert self.breaker is not None and self.budget is not None, "a policy case needs both"
+            self.policy = holdoff.Policy(self.breaker, self.budget, self.quota, self.classifier)
+        self.permits: Dict[str, Tuple[holdoff.Permit, Optional[str]]] = {}
+        self.calls: Dict[str, holdoff.RetryState] = {}
+        self.policy_calls: Dict[str, holdoff.Call] = {}
+        self.leases: Dict[str, holdoff.QuotaLease] = {}
+
+    def breaker_for(self, step: Dict[str, Any], key: Optional[str] = None) -> holdoff.Breaker:
+        key = key if key is not None else step.get("key")
+        if key is not None:
+            if self.group is None:
+                raise CaseFailure("step names a key but the case has no group")
+            return self.group.get(key)
+        if self.breaker is None:
+            raise CaseFailure("the case has no breaker")
+        return self.breaker
+
+    def allow(self, step: Dict[str, Any], a: Dict[str, Any]) -> bool:
+        b = self.breaker_for(step)
+        try:
+            p = b.allow()
+        except holdoff.BreakerOpen as r:
+            a.update(admitted=False, retry_after_ms=ms(r.retry_after), state=r.state)
+            return False
+        a.update(admitted=True, episode=p.episode, probe=p.probe)
+        self.permits[step.get("as", "_last")] = (p, step.get("key"))
+        return True
+
+    def record(self, name: str, o: holdoff.Outcome, step: Dict[str, Any], a: Dict[str, Any]) -> None:
+        if name not in self.permits:
+            raise CaseFailure(f"no permit named {name!r}")
+        permit, key = self.permits[name]
+        b = self.breaker_for(step, key)
+        try:
+            a["effect"] = b.record(permit, o)
+        except holdoff.PermitError as e:
+            a["error"] = error_name(e)
+
+    def step(self, step: Dict[str, Any]) -> None:
+        op = step["op"]
+        expect = step.get("expect")
+        a: Dict[str, Any] = {}
+        call_name = step.get("call", "default")
+        if op == "allow":
+            self.allow(step, a)
+            check(expect, a, ["admitted", "episode", "probe", "retry_after_ms", "state"])
+        elif op == "record":
+            self.record(step["permit"], outcome(step["outcome"]), step, a)
+            check(expect, a, ["effect", "error"])
+        elif op == "call":
+            o = outcome(step["outcome"])
+            if self.allow(step, a):
+                self.record(step.get("as", "_last"), o, step, a)
+            check(expect, a, ["admitted", "episode", "probe", "retry_after_ms", "state", "effect"])
+        elif op == "record_foreign":
+            name = step["permit"]
+            if name not in self.permits:
+                raise CaseFailure(f"no permit named {name!r}")
+            assert self.breaker_kwargs is not None, "no breaker config"
+            other = holdoff.Breaker(**self.breaker_kwargs)
+            try:
+                a["effect"] = other.record(self.permits[name][0], holdoff.Outcome.SUCCESS)
+            except holdoff.PermitError as e:
+                a["error"] = error_name(e)
+            check(expect, a, ["error", "effect"])
+        elif op == "snapshot":
+            s = self.breaker_for(step).snapshot()
+            a = {
+                "state": s.state,
+                "episode": s.episode,
+                "failures": s.failures,
+                "recoveries": s.recoveries,
+                "probes_in_flight": s.probes_in_flight,
+                "retry_after_ms": ms(s.retry_after),
+                "probe_ready": s.probe_ready,
+                "interval_ms": ms(s.interval),
+                "opens": s.opens,
+                "closes": s.closes,
+                "probes": s.probes,
+                "refusals": s.refusals,
+                "stale_answers": s.stale_answers,
+            }
+            check(expect, a, list(a))
+        elif op == "events":
+            got = [event_dict(e) for e in self.breaker_for(step).drain_events()]
+            if not isinstance(expect, list):
+                raise CaseFailure("events expects an array")
+            if len(expect) != len(got):
+                raise CaseFailure(f"expected {len(expect)} events, got {len(got)}: {got!r}")
+            for i, (w, g) in enumerate(zip(expect, got)):
+                try:
+                    check(w, g, list(g))
+                except CaseFailure as e:
+                    raise CaseFailure(f"event {i}: {e}") from None
+        elif op in ("force_open", "disable", "reset"):
+            getattr(self.breaker_for(step), op)()
+            check(expect, a, [])
+        elif op == "clock_set":
+            try:
+                self.clock.set(clock_at(step["to_ms"]))
+            except holdoff.ClockBackwards as e:
+                a["error"] = error_name(e)
+            check(expect, a, ["error"])
+        elif op == "clock_advance":
+            self.clock.advance(clock_at(step["by_ms"]))
+            check(expect, a, [])
+        elif op == "decide":
+            if self.budget is None:
+                raise CaseFailure("the case has no budget")
+            state = self.calls.setdefault(call_name, holdoff.RetryState())
+            a = decision_dict(self.budget.decide(state, outcome(step["outcome"])))
+            check(
+                expect, a,
+                ["decision", "delay_ms", "source", "server_delay_ms", "capped", "reason"],
+            )
+        elif op == "budget_state":
+            if self.budget is None:
+                raise CaseFailure("the case has no budget")
+            start = self.budget.episode_start
+            state = self.calls.get(call_name)
+            a = {
+                "episode_active": start is not None,
+                "episode_start_ms": None if start is None else round(start * 1000),
+                "retries": 0 if state is None else state.retries,
+            }
+            check(expect, a, ["episode_active", "episode_start_ms", "retries"])
+        elif op == "parse_retry_after":
+            r = holdoff.parse_retry_after(step["value"], now=self.clock)
+            a = {"delay_ms": ms(r.delay)} if r.delay is not None else {"unusable": r.unusable}
+            check(expect, a, ["delay_ms", "unusable"])
+        elif op == "hint":
+            r = holdoff.hint_from_headers(headers(step), now=self.clock)
+            a = {"delay_ms": ms(r.delay)} if r.delay is not None else {"unusable": r.unusable}
+            a["source"] = r.source
+            check(expect, a, ["delay_ms", "unusable", "source"])
+        elif op == "classify":
+            try:
+                c = self.classifier.classify(step["status"], headers(step), now=self.clock)
+                a = {"outcome": c.outcome.name, "retry_later_ms": ms(c.outcome.delay)}
+            except holdoff.InvalidInput as e:
+                a = {"error": error_name(e)}
+            check(expect, a, ["outcome", "retry_later_ms", "error"])
+        elif op == "quota_acquire":
+            if self.quota is None:
+                raise CaseFailure("the case has no quota")
+            try:
+                lease = self.quota.acquire(timeout=step.get("timeout", False))
+                a = {"acquired": True, "cost": lease.cost}
+                if "as" in step:
+                    self.leases[step["as"]] = lease
+            except holdoff.QuotaEmpty as e:
+                a = {"acquired": False, "cost": e.cost}
+            a["available"] = self.quota.available
+            check(expect, a, ["acquired", "cost", "available"])
+        elif op == "quota_success":
+            if self.quota is None:
+                raise CaseFailure("the case has no quota")
+            lease = None
+            if "lease" in step:
+                if step["lease"] not in self.leases:
+                    raise CaseFailure(f"no lease named {step['lease']!r}")
+                lease = self.leases.pop(step["lease"])
+            self.quota.on_success(lease)
+            a = {"available": self.quota.available}
+            check(expect, a, ["available"])
+        elif op == "before":
+            if self.policy is None:
+                raise CaseFailure("the case has no policy")
+            c = self.policy_calls.setdefault(call_name, holdoff.Call())
+            b = self.policy.before_attempt(c)
+            if isinstance(b, holdoff.Permit):
+                a = {"action": "go", "episode": b.episode, "probe": b.probe}
+                self.permits[step.get("as", "_last")] = (b, None)
+            elif isinstance(b, holdoff.Wait):
+                a = {"action": "wait", "delay_ms": ms(b.delay)}
+            else:
+                a = {"action": "give_up", "reason": b.reason, "retry_after_ms": ms(b.retry_after)}
+            check(expect, a, ["action", "episode", "probe", "delay_ms", "reason", "retry_after_ms"])
+        elif op == "after":
+            if self.policy is None:
+                raise CaseFailure("the case has no policy")
+            name = step.get("permit", "_last")
+            if name not in self.permits:
+                raise CaseFailure(f"no permit named {name!r}")
+            permit = self.permits[name][0]
+            c = self.policy_calls.setdefault(call_name, holdoff.Call())
+            try:
+                if "status" in step:
+                    d, cl = self.policy.after_response(c, permit, step["status"], headers(step))
+                    a = decision_dict(d)
+                    a["outcome"] = cl.outcome.name
+                else:
+                    a = decision_dict(self.policy.after_attempt(c, permit, outcome(step["outcome"])))
+            except (holdoff.PermitError, holdoff.InvalidInput) as e:
+                a = {"error": error_name(e)}
+            check(
+                expect, a,
+                ["decision", "delay_ms", "source", "server_delay_ms", "capped", "reason",
+                 "error", "outcome"],
+            )
+        else:
+            raise CaseFailure(f"unknown op {op!r}")
+
+
+def run_case(case: Dict[str, Any]) -> None:
+    expect_error = case.get("expect_error")
+    try:
+        ctx = Ctx(case)
+    except holdoff.HoldoffError as e:
+        if expect_error is None:
+            raise CaseFailure(f"configuration refused: {e}") from None
+        a = {"error": error_name(e), "field": getattr(e, "field", None)}
+        check(expect_error, a, ["error", "field"])
+        return
+    if expect_error is not None:
+        raise CaseFailure(f"expected configuration error {expect_error!r}, but it built")
+    for i, step in enumerate(case["steps"]):
+        repeat = step.get("repeat", 1)
+        every = step.get("every_ms", 0)
+        for r in range(repeat):
+            if "at" in step:
+                t = step["at"] + r * every
+                try:
+                    ctx.clock.set(clock_at(t))
+                except holdoff.ClockBackwards as e:
+                    raise CaseFailure(f"step {i}: clock cannot move to {t}: {e}") from None
+            try:
+                ctx.step(step)
+            except CaseFailure as e:
+                at = round(ctx.clock.now() * 1000)
+                rep = f" (repetition {r})" if repeat > 1 else ""
+                raise CaseFailure(f"step {i} {step.get('op', '?')} at {at}{rep}: {e}") from None
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
+def test_case(case: Dict[str, Any]) -> None:
+    run_case(case)

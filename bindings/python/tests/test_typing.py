@@ -1,0 +1,37 @@
+"""Typed use of the public API: `run.sh test` checks this file with `mypy --strict` against the
+hand-written stubs (and pytest runs it)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import List, Optional
+
+import holdoff
+
+
+def test_typed_usage() -> None:
+    clock = holdoff.ManualClock()
+    breaker = holdoff.Breaker(
+        trip=holdoff.FailuresInWindow(5, timedelta(seconds=10)),
+        open_interval=holdoff.Backoff(30, 2, 300, 0.1),
+        clock=clock,
+    )
+    budget = holdoff.RetryBudget(retry_after_cap=300, clock=clock)
+    policy = holdoff.Policy(breaker, budget, holdoff.RetryQuota(), holdoff.Classifier())
+    events: List[holdoff.StateChange] = []
+    breaker.on_state_change(events.append)
+
+    @policy.retrying(sleep=clock.advance)
+    def fetch(n: int) -> str:
+        return str(n)
+
+    result: str = fetch(3)
+    assert result == "3"
+    state: holdoff.State = breaker.snapshot().state
+    effect: holdoff.Effect = breaker.record(breaker.allow(), holdoff.Outcome.SUCCESS)
+    delay: Optional[float] = holdoff.parse_retry_after("5", now=clock).delay
+    before = policy.before_attempt(holdoff.Call())
+    if isinstance(before, holdoff.Permit):
+        d = policy.after_attempt(holdoff.Call(), before, "success")
+        assert d.action == "done"
+    assert (state, effect, delay, events) == ("closed", "counted", 5.0, [])
