@@ -64,6 +64,20 @@ fn valid_status(s: u16) -> bool {
     (100..=599).contains(&s)
 }
 
+/// Checks that `status` is an HTTP status (100..=599). Bindings whose permits live in a
+/// [`crate::PermitSlot`] call this before taking the permit, so that a bad status does not spend
+/// a probe.
+pub fn check_status(status: u16) -> Result<(), InputError> {
+    if valid_status(status) {
+        Ok(())
+    } else {
+        Err(InputError {
+            field: "status".into(),
+            rule: "must be an HTTP status between 100 and 599".into(),
+        })
+    }
+}
+
 impl Classifier {
     /// A classifier; statuses must be 100..=599 and the default wait > 0.
     pub fn new(config: ClassifierConfig) -> Result<Classifier, ConfigError> {
@@ -104,12 +118,7 @@ impl Classifier {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
-        if !valid_status(status) {
-            return Err(InputError {
-                field: "status".into(),
-                rule: "must be an HTTP status between 100 and 599".into(),
-            });
-        }
+        check_status(status)?;
         let (hint, source) = hint_from_headers(headers, wall_now);
         let outcome = if self.config.failure_statuses.contains(&status) {
             Outcome::Failure

@@ -64,7 +64,7 @@ pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, 
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::{ClockError, ConfigError, HoldoffError, InputError, PermitError};
 pub use group::BreakerGroup;
-pub use http::{Classification, Classifier, ClassifierConfig};
+pub use http::{check_status, Classification, Classifier, ClassifierConfig};
 pub use policy::{Before, Call, Policy};
 pub use quota::{QuotaConfig, QuotaEmpty, QuotaLease, RetryQuota};
 pub use retry_after::{hint_from_headers, parse_retry_after, HintSource, RetryAfter, Unusable};

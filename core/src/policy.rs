@@ -157,6 +157,9 @@ impl Policy {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
+        // Checked before anything else: the permit is consumed either way, but nothing is recorded
+        // for an impossible status.
+        crate::http::check_status(status)?;
         let now = LazyNow::new(&**self.breaker.clock());
         let wall: SystemTime = now.wall();
         let c = self.classifier.classify(status, headers, wall)?;

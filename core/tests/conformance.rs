@@ -508,7 +508,10 @@ impl Ctx {
                     .get("status")
                     .and_then(Value::as_u64)
                     .ok_or("classify needs status")?;
-                match self.classifier.classify(status as u16, pairs, self.wall_now()) {
+                match self
+                    .classifier
+                    .classify(u16::try_from(status).unwrap_or(0), pairs, self.wall_now())
+                {
                     Ok(c) => {
                         let (name, later) = outcome_json(&c.outcome);
                         a.insert("outcome".into(), name);
@@ -625,7 +628,7 @@ impl Ctx {
                         .after_response(
                             call,
                             permit,
-                            status as u16,
+                            u16::try_from(status).unwrap_or(0),
                             headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
                         )
                         .map(|(d, c)| (d, Some(c.outcome)))
