@@ -1,0 +1,712 @@
+//! `holdoff_breaker` and `holdoff_group`: the circuit breaker, alone or keyed by upstream.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcore::{Backoff, Breaker, BreakerConfig, BreakerGroup, Permit, RawPermit, StateChange, TripPolicy};
+
+use crate::clock::holdoff_clock;
+use crate::handle::{handle, non_null, write, Handle};
+use crate::status::{boundary, holdoff_status, Fail, Res};
+use crate::types::{holdoff_effect, holdoff_reason, holdoff_state, ns, opt_ns, outcome_from_c};
+
+/// A circuit breaker for one upstream (DESIGN §3). Thread-safe: share one handle between every
+/// thread that calls the upstream. While closed, `holdoff_breaker_allow` and recording a success
+/// take no lock and read no clock. Free with `holdoff_breaker_free`.
+pub struct holdoff_breaker {
+    _private: [u8; 0],
+}
+
+handle!(holdoff_breaker => Breaker, Breaker, "breaker");
+
+/// Breakers keyed by upstream (host, registry, provider), created on first use from one
+/// template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
+/// `holdoff_group_free`.
+pub struct holdoff_group {
+    _private: [u8; 0],
+}
+
+handle!(holdoff_group => BreakerGroup, Group, "group");
+
+/// Configuration of a breaker. Fill it with `holdoff_breaker_options_init` (the core's
+/// defaults), then change fields. Durations are nanoseconds.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct holdoff_breaker_options {
+    /// `sizeof(holdoff_breaker_options)`, set by `holdoff_breaker_options_init`; a mismatch is
+    /// `HOLDOFF_STATUS_ABI_MISMATCH`.
+    pub struct_size: usize,
+    /// A `holdoff_trip_policy`. Default `HOLDOFF_TRIP_POLICY_CONSECUTIVE`.
+    pub trip_policy: u32,
+    /// Failures that trip it, for the consecutive and window policies (1..=1000000).
+    /// Default 5.
+    pub trip_threshold: u32,
+    /// Rate policy: calls needed in the window before the rate is judged (1..=1000000).
+    pub trip_min_calls: u32,
+    /// Rate policy: buckets the window is divided into (1..=1000). Default 10.
+    pub trip_buckets: u32,
+    /// Rate policy: failure rate in (0, 1] at which it trips.
+    pub trip_rate: f64,
+    /// Window and rate policies: the rolling window, ns (> 0).
+    pub trip_window_ns: u64,
+    /// First open interval, ns (> 0). Default 30 s.
+    pub open_initial_ns: u64,
+    /// Growth of the open interval per failed probe (finite, >= 1). Default 2.
+    pub open_multiplier: f64,
+    /// Cap of the open interval, ns (>= `open_initial_ns`). Default 300 s.
+    pub open_max_ns: u64,
+    /// Fraction in [0, 1) of an interval that jitter may subtract. Default 0.
+    pub open_jitter: f64,
+    /// Consecutive probe answers needed to close (1..=1000). Default 3.
+    pub recoveries: u32,
+    /// Probes admitted per interval (1..=1000). Default 1.
+    pub max_probes_in_flight: u32,
+    /// How long an unanswered probe holds its slot, ns; 0 means the open interval in force when
+    /// it was admitted (the default).
+    pub probe_timeout_ns: u64,
+    /// Guard on a provider's retry-later delay, ns (> 0). Default 300 s.
+    pub max_retry_later_ns: u64,
+    /// Seed of the jitter PRNG. Default 0.
+    pub seed: u64,
+}
+
+/// Leave to make one call, from `holdoff_breaker_allow` (or a policy's `before`). Record it
+/// exactly once with `holdoff_breaker_record` (or `holdoff_policy_after`); a second record is
+/// `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`. A plain value: copy it freely, but record only one
+/// copy. An unrecorded probe permit holds its probe slot until the probe timeout.
+#[repr(C)]
+#[derive(Debug)]
+pub struct holdoff_permit {
+    /// The episode this call was admitted under: 0 while closed (or disabled), otherwise the
+    /// number of the open episode whose probe this is.
+    pub episode: u32,
+    /// 1 if this call is a probe of an open breaker, else 0.
+    pub probe: u8,
+    /// 0 until recorded; the library sets it to 1 (atomically) when it records the permit. Do not
+    /// write it.
+    pub recorded: u8,
+    /// Reserved, 0.
+    pub reserved: u16,
+    /// Internal: the issuing breaker's id. Do not modify.
+    pub raw_breaker: u32,
+    /// Internal: the breaker's episode counter at admission. Do not modify.
+    pub raw_episode: u32,
+    /// Internal: the probe's id (0 for a call admitted while closed). Do not modify.
+    pub raw_probe: u32,
+}
+
+/// Why a call was refused (with `HOLDOFF_STATUS_BREAKER_OPEN`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_refusal {
+    /// Time until a call could be admitted, ns; valid when `has_retry_after` is 1.
+    pub retry_after_ns: u64,
+    /// The `holdoff_state` when it refused.
+    pub state: u32,
+    /// The open episode's number.
+    pub episode: u32,
+    /// 0 while forced open (no retry time until an operator resets), else 1.
+    pub has_retry_after: u8,
+}
+
+/// A side-effect-free view of a breaker (`holdoff_breaker_snapshot`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_snapshot {
+    /// Failures counted by the trip policy now (consecutive, or inside the window).
+    pub failures: u64,
+    /// While open or half-open (`has_retry_after`): time until the next probe may be admitted,
+    /// ns (0 when one may go now).
+    pub retry_after_ns: u64,
+    /// The open interval in force, ns, if open or half-open (`has_interval`).
+    pub interval_ns: u64,
+    /// Times the breaker opened from closed.
+    pub opens: u64,
+    /// Times the breaker closed by recovering.
+    pub closes: u64,
+    /// Probes admitted.
+    pub probes: u64,
+    /// Admissions refused.
+    pub refusals: u64,
+    /// Stale answers received.
+    pub stale_answers: u64,
+    /// Events dropped because nobody drained the queue.
+    pub events_dropped: u64,
+    /// The `holdoff_state`.
+    pub state: u32,
+    /// Number of the current (or last) open episode; 0 before the first trip.
+    pub episode: u32,
+    /// Consecutive current-episode probe answers so far.
+    pub recoveries: u32,
+    /// Probes admitted and not yet answered, cancelled or timed out.
+    pub probes_in_flight: u32,
+    /// 1 if `retry_after_ns` is set (open or half-open).
+    pub has_retry_after: u8,
+    /// 1 if `holdoff_breaker_allow` would admit a probe now.
+    pub probe_ready: u8,
+    /// 1 if `interval_ns` is set (open or half-open).
+    pub has_interval: u8,
+}
+
+/// One state change (`holdoff_breaker_drain_events`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_event {
+    /// When it happened, ns since the clock's origin.
+    pub at_ns: u64,
+    /// For `HOLDOFF_REASON_RETRY_LATER`: the delay the provider asked for, ns, before the guard
+    /// (`has_requested_delay`).
+    pub requested_delay_ns: u64,
+    /// For openings: time until the first probe may be admitted, ns (`has_open_for`).
+    pub open_for_ns: u64,
+    /// The `holdoff_state` before.
+    pub from: u32,
+    /// The `holdoff_state` after.
+    pub to: u32,
+    /// The episode number after the change.
+    pub episode: u32,
+    /// The `holdoff_reason`.
+    pub reason: u32,
+    /// 1 if `requested_delay_ns` is set.
+    pub has_requested_delay: u8,
+    /// 1 if `open_for_ns` is set.
+    pub has_open_for: u8,
+}
+
+impl holdoff_breaker_options {
+    fn defaults() -> Self {
+        let d = BreakerConfig::default();
+        holdoff_breaker_options {
+            struct_size: std::mem::size_of::<Self>(),
+            trip_policy: 0,
+            trip_threshold: match d.trip {
+                TripPolicy::ConsecutiveFailures { threshold } => threshold,
+                _ => 5,
+            },
+            trip_min_calls: 0,
+            trip_buckets: 10,
+            trip_rate: 0.0,
+            trip_window_ns: 0,
+            open_initial_ns: ns(d.open_interval.initial),
+            open_multiplier: d.open_interval.multiplier,
+            open_max_ns: ns(d.open_interval.max),
+            open_jitter: d.open_interval.jitter,
+            recoveries: d.recoveries,
+            max_probes_in_flight: d.max_probes_in_flight,
+            probe_timeout_ns: 0,
+            max_retry_later_ns: ns(d.max_retry_later),
+            seed: d.seed,
+        }
+    }
+
+    /// The core configuration (validated later by the core's constructor).
+    pub(crate) fn to_config(self) -> Result<BreakerConfig, Fail> {
+        check_size(self.struct_size, std::mem::size_of::<Self>(), "options")?;
+        let d = Duration::from_nanos;
+        let trip = match self.trip_policy {
+            0 => TripPolicy::ConsecutiveFailures {
+                threshold: self.trip_threshold,
+            },
+            1 => TripPolicy::FailuresInWindow {
+                threshold: self.trip_threshold,
+                window: d(self.trip_window_ns),
+            },
+            2 => TripPolicy::FailureRate {
+                threshold: self.trip_rate,
+                min_calls: self.trip_min_calls,
+                window: d(self.trip_window_ns),
+                buckets: self.trip_buckets,
+            },
+            p => {
+                return Err(Fail::new(
+                    holdoff_status::InvalidConfig,
+                    "breaker.trip.policy",
+                    format!(
+                        "invalid configuration: breaker.trip.policy: {p} is not a holdoff_trip_policy (0..=2)"
+                    ),
+                ))
+            }
+        };
+        Ok(BreakerConfig {
+            trip,
+            open_interval: Backoff {
+                initial: d(self.open_initial_ns),
+                multiplier: self.open_multiplier,
+                max: d(self.open_max_ns),
+                jitter: self.open_jitter,
+            },
+            recoveries: self.recoveries,
+            max_probes_in_flight: self.max_probes_in_flight,
+            probe_timeout: (self.probe_timeout_ns != 0).then(|| d(self.probe_timeout_ns)),
+            max_retry_later: d(self.max_retry_later_ns),
+            seed: self.seed,
+        })
+    }
+}
+
+pub(crate) fn check_size(got: usize, want: usize, param: &str) -> Result<(), Fail> {
+    if got != want {
+        return Err(Fail::new(
+            holdoff_status::AbiMismatch,
+            &format!("{param}.struct_size"),
+            format!(
+                "{param}.struct_size is {got} but this library's struct is {want} bytes: \
+                 initialise it with its _init function and use the header of this library version"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn permit_to_c(p: Permit) -> holdoff_permit {
+    let episode = p.episode();
+    let probe = u8::from(p.is_probe());
+    let raw = p.into_raw();
+    holdoff_permit {
+        episode,
+        probe,
+        recorded: 0,
+        reserved: 0,
+        raw_breaker: raw.breaker,
+        raw_episode: raw.episode,
+        raw_probe: raw.probe,
+    }
+}
+
+/// Takes a C permit for recording on `breaker`: foreign first (the permit stays usable), then
+/// the one-shot flag, as the core's `PermitSlot` does.
+///
+/// # Safety
+/// `permit` must be non-NULL, valid for reads and writes, and its `recorded` byte accessed only
+/// atomically by concurrent holdoff calls.
+pub(crate) unsafe fn take_permit(permit: *mut holdoff_permit, breaker: &Breaker) -> Result<Permit, Fail> {
+    // SAFETY: by the contract, `permit` is valid for reads.
+    let (raw_breaker, raw_episode, raw_probe) =
+        unsafe { ((*permit).raw_breaker, (*permit).raw_episode, (*permit).raw_probe) };
+    if raw_breaker != breaker.id() {
+        return Err(hcore::PermitError::Foreign.into());
+    }
+    // SAFETY: the field is a valid, aligned `u8` for the permit's lifetime (the contract), and
+    // holdoff only accesses it atomically, so two threads recording one permit race safely:
+    // exactly one wins.
+    let flag = unsafe { AtomicU8::from_ptr(std::ptr::addr_of_mut!((*permit).recorded)) };
+    if flag.swap(1, Ordering::AcqRel) != 0 {
+        return Err(hcore::PermitError::AlreadyRecorded.into());
+    }
+    Ok(Permit::from_raw(RawPermit {
+        breaker: raw_breaker,
+        episode: raw_episode,
+        probe: raw_probe,
+    }))
+}
+
+fn event_to_c(e: &StateChange) -> holdoff_event {
+    let (has_requested_delay, requested_delay_ns) = opt_ns(e.requested_delay);
+    let (has_open_for, open_for_ns) = opt_ns(e.open_for);
+    holdoff_event {
+        at_ns: e.at.as_nanos(),
+        requested_delay_ns,
+        open_for_ns,
+        from: holdoff_state::from(e.from) as u32,
+        to: holdoff_state::from(e.to) as u32,
+        episode: e.episode,
+        reason: holdoff_reason::from(e.reason) as u32,
+        has_requested_delay,
+        has_open_for,
+    }
+}
+
+/// Fills `*options` with the core's defaults (5 consecutive failures; open 30 s doubling to
+/// 300 s, no jitter; 3 recoveries; 1 probe; probe timeout = the interval; retry-later guard
+/// 300 s; seed 0) and sets `struct_size`.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `options` must be NULL or valid for a write of `holdoff_breaker_options`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_options_init(
+    options: *mut holdoff_breaker_options,
+) -> holdoff_status {
+    boundary(|| {
+        non_null(options, "options")?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(options, holdoff_breaker_options::defaults()) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Creates a closed breaker reading `clock`.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the first invalid field
+/// (`holdoff_last_error_field`), e.g. `breaker.open_interval.multiplier` for a NaN or < 1
+/// multiplier; `HOLDOFF_STATUS_ABI_MISMATCH` if `options->struct_size` is wrong;
+/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `options` must be NULL or point to a readable `holdoff_breaker_options`; `clock` NULL or a
+/// live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
+/// `*out` and frees it once with `holdoff_breaker_free`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_new(
+    options: *const holdoff_breaker_options,
+    clock: *const holdoff_clock,
+    out: *mut *mut holdoff_breaker,
+) -> holdoff_status {
+    boundary(|| {
+        non_null(options, "options")?;
+        // SAFETY: forwarded contract.
+        let c = unsafe { holdoff_clock::borrow(clock)? };
+        non_null(out, "out")?;
+        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
+        let config = unsafe { *options }.to_config()?;
+        // SAFETY: `out` checked non-NULL; valid by contract.
+        unsafe { new_breaker(config, c, out) }
+    })
+}
+
+/// # Safety
+/// `out` must be non-NULL and valid for writing a pointer.
+pub(crate) unsafe fn new_breaker(
+    config: BreakerConfig,
+    clock: &crate::clock::ClockHandle,
+    out: *mut *mut holdoff_breaker,
+) -> Res {
+    let b = Arc::new(Breaker::new(config, Arc::clone(&clock.clock))?);
+    // SAFETY: forwarded contract.
+    unsafe { write(out, holdoff_breaker::into_ptr(b)) };
+    Ok(holdoff_status::Ok)
+}
+
+/// Releases a breaker handle. NULL does nothing. Permits it issued become foreign to every
+/// breaker; a policy or group using the breaker keeps it alive.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle, not used again afterwards and not in use
+/// by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_free(breaker: *mut holdoff_breaker) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_breaker::free(breaker) }
+}
+
+/// Asks to make a call: admits it (while closed or disabled, or as a probe when one is due)
+/// or refuses it. This is the only act of admission: a refused call spends nothing, and an
+/// admitted probe is spent even if never made, so do not use this as a "ready?" check.
+///
+/// Returns `HOLDOFF_STATUS_OK` and writes `*out_permit` when admitted;
+/// `HOLDOFF_STATUS_BREAKER_OPEN` (not an error) when refused, writing `*out_refusal` if it is
+/// not NULL. Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`breaker`, `out_permit`).
+///
+/// Thread-safe; while closed it takes no lock and reads no clock.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle; `out_permit` NULL or valid for a write;
+/// `out_refusal` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_allow(
+    breaker: *const holdoff_breaker,
+    out_permit: *mut holdoff_permit,
+    out_refusal: *mut holdoff_refusal,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let b = unsafe { holdoff_breaker::borrow(breaker)? };
+        non_null(out_permit, "out_permit")?;
+        match b.allow() {
+            Ok(p) => {
+                // SAFETY: checked non-NULL; valid by contract.
+                unsafe { write(out_permit, permit_to_c(p)) };
+                Ok(holdoff_status::Ok)
+            }
+            Err(r) => {
+                if !out_refusal.is_null() {
+                    let (has_retry_after, retry_after_ns) = opt_ns(r.retry_after);
+                    let refusal = holdoff_refusal {
+                        retry_after_ns,
+                        state: holdoff_state::from(r.state) as u32,
+                        episode: r.episode,
+                        has_retry_after,
+                    };
+                    // SAFETY: non-NULL; valid by contract.
+                    unsafe { write(out_refusal, refusal) };
+                }
+                Ok(holdoff_status::BreakerOpen)
+            }
+        }
+    })
+}
+
+/// Reports the outcome of a call admitted by `holdoff_breaker_allow`. `outcome` is a
+/// `holdoff_outcome`; `retry_later_ns` is the provider's delay for
+/// `HOLDOFF_OUTCOME_RETRY_LATER` (ignored otherwise). Marks the permit recorded and writes
+/// the `holdoff_effect` to `*out_effect` if it is not NULL.
+///
+/// Errors: `HOLDOFF_STATUS_FOREIGN_PERMIT` if another breaker issued the permit (it stays
+/// usable); `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED` for a second record;
+/// `HOLDOFF_STATUS_INVALID_INPUT` for an unknown outcome (the permit stays unrecorded);
+/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// Thread-safe; a success while closed under the consecutive policy takes no lock.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle; `permit` NULL or a valid, writable permit
+/// from `holdoff_breaker_allow` (other threads may record the same permit concurrently; only
+/// one succeeds); `out_effect` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_record(
+    breaker: *const holdoff_breaker,
+    permit: *mut holdoff_permit,
+    outcome: u32,
+    retry_later_ns: u64,
+    out_effect: *mut u32,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let b = unsafe { holdoff_breaker::borrow(breaker)? };
+        non_null(permit, "permit")?;
+        let o = outcome_from_c(outcome, retry_later_ns)?;
+        // SAFETY: non-NULL; valid and writable by contract.
+        let p = unsafe { take_permit(permit, b)? };
+        let effect = b.record(p, o)?;
+        if !out_effect.is_null() {
+            // SAFETY: non-NULL; valid by contract.
+            unsafe { write(out_effect, holdoff_effect::from(effect) as u32) };
+        }
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Writes a view of the breaker to `*out`. Side-effect free: never admits, expires or
+/// advances anything. Reads the clock once.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle; `out` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_snapshot(
+    breaker: *const holdoff_breaker,
+    out: *mut holdoff_snapshot,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let b = unsafe { holdoff_breaker::borrow(breaker)? };
+        non_null(out, "out")?;
+        let s = b.snapshot();
+        let (has_retry_after, retry_after_ns) = opt_ns(s.retry_after);
+        let (has_interval, interval_ns) = opt_ns(s.interval);
+        let snap = holdoff_snapshot {
+            failures: s.failures,
+            retry_after_ns,
+            interval_ns,
+            opens: s.opens,
+            closes: s.closes,
+            probes: s.probes,
+            refusals: s.refusals,
+            stale_answers: s.stale_answers,
+            events_dropped: s.events_dropped,
+            state: holdoff_state::from(s.state) as u32,
+            episode: s.episode,
+            recoveries: s.recoveries,
+            probes_in_flight: s.probes_in_flight,
+            has_retry_after,
+            probe_ready: u8::from(s.probe_ready),
+            has_interval,
+        };
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, snap) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Moves up to `capacity` of the oldest queued state changes into `events[0..]`, in order, and
+/// writes how many to `*out_len`; the rest stay queued for the next call (the breaker keeps at
+/// most 1024, then drops the oldest and counts them in the snapshot's `events_dropped`). Poll
+/// this instead of registering a callback: the library never calls into C.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`events` may be NULL only if `capacity` is 0).
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle; `events` valid for writing `capacity`
+/// elements; `out_len` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_drain_events(
+    breaker: *const holdoff_breaker,
+    events: *mut holdoff_event,
+    capacity: usize,
+    out_len: *mut usize,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let b = unsafe { holdoff_breaker::borrow(breaker)? };
+        if capacity > 0 {
+            non_null(events, "events")?;
+        }
+        non_null(out_len, "out_len")?;
+        let taken = b.drain_events_up_to(capacity);
+        for (i, e) in taken.iter().enumerate() {
+            // SAFETY: `i < taken.len() <= capacity`, and `events` is valid for `capacity`
+            // writes by contract.
+            unsafe { write(events.add(i), event_to_c(e)) };
+        }
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_len, taken.len()) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle.
+unsafe fn operator(breaker: *const holdoff_breaker, f: fn(&Breaker)) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let b = unsafe { holdoff_breaker::borrow(breaker)? };
+        f(b);
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Opens the breaker until `holdoff_breaker_reset`, refusing every call with no retry time.
+/// Starts a new episode: answers to calls admitted before it are stale.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_force_open(breaker: *const holdoff_breaker) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { operator(breaker, Breaker::force_open) }
+}
+
+/// Admits every call and never trips until `holdoff_breaker_reset` (outcomes are still
+/// counted). Starts a new episode.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_disable(breaker: *const holdoff_breaker) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { operator(breaker, Breaker::disable) }
+}
+
+/// Back to closed with fresh counts. Starts a new episode: answers to permits admitted before
+/// the reset are stale.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `breaker` must be NULL or a live breaker handle.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_breaker_reset(breaker: *const holdoff_breaker) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { operator(breaker, Breaker::reset) }
+}
+
+/// Creates an empty group whose breakers are built from `template` and read `clock`.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` (the template is validated now, so
+/// `holdoff_group_get` cannot fail on configuration); `HOLDOFF_STATUS_ABI_MISMATCH`;
+/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `template` must be NULL or point to a readable `holdoff_breaker_options`; `clock` NULL or a
+/// live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
+/// `*out` and frees it once with `holdoff_group_free`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_new(
+    template: *const holdoff_breaker_options,
+    clock: *const holdoff_clock,
+    out: *mut *mut holdoff_group,
+) -> holdoff_status {
+    boundary(|| {
+        non_null(template, "template")?;
+        // SAFETY: forwarded contract.
+        let c = unsafe { holdoff_clock::borrow(clock)? };
+        non_null(out, "out")?;
+        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
+        let config = unsafe { *template }.to_config()?;
+        // SAFETY: `out` checked non-NULL; valid by contract.
+        unsafe { new_group(config, c, out) }
+    })
+}
+
+/// # Safety
+/// `out` must be non-NULL and valid for writing a pointer.
+pub(crate) unsafe fn new_group(
+    config: BreakerConfig,
+    clock: &crate::clock::ClockHandle,
+    out: *mut *mut holdoff_group,
+) -> Res {
+    let g = Arc::new(BreakerGroup::new(config, Arc::clone(&clock.clock))?);
+    // SAFETY: forwarded contract.
+    unsafe { write(out, holdoff_group::into_ptr(g)) };
+    Ok(holdoff_status::Ok)
+}
+
+/// Releases a group handle. NULL does nothing. Breaker handles obtained from it stay valid.
+///
+/// # Safety
+/// `group` must be NULL or a live group handle, not used again afterwards and not in use by
+/// another thread.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_free(group: *mut holdoff_group) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_group::free(group) }
+}
+
+/// Writes a new handle to the breaker for `key` (UTF-8, `key_len` bytes, no NUL needed) to
+/// `*out`, creating the breaker on first use. Every call returns a new handle to the same
+/// breaker for the same key; free each with `holdoff_breaker_free`.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` if the key is not UTF-8;
+/// `HOLDOFF_STATUS_NULL_PARAMETER` (`key` may be NULL only if `key_len` is 0).
+///
+/// # Safety
+/// `group` must be NULL or a live group handle; `key` valid for reading `key_len` bytes; `out`
+/// NULL or valid for writing a pointer.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_get(
+    group: *const holdoff_group,
+    key: *const std::ffi::c_char,
+    key_len: usize,
+    out: *mut *mut holdoff_breaker,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let g = unsafe { holdoff_group::borrow(group)? };
+        // SAFETY: forwarded contract.
+        let key = unsafe { crate::http::bytes(key, key_len, "key")? };
+        let key = std::str::from_utf8(key).map_err(|_| Fail::input("key", "must be UTF-8"))?;
+        non_null(out, "out")?;
+        let b = g.get(key);
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, holdoff_breaker::into_ptr(b)) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Writes the number of breakers in the group to `*out_len`.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `group` must be NULL or a live group handle; `out_len` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_len(
+    group: *const holdoff_group,
+    out_len: *mut usize,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let g = unsafe { holdoff_group::borrow(group)? };
+        non_null(out_len, "out_len")?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_len, g.len()) };
+        Ok(holdoff_status::Ok)
+    })
+}

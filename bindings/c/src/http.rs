@@ -1,0 +1,355 @@
+//! Retry-After parsing (RFC 9110 §10.2.3), rate-limit hints and the HTTP classifier.
+
+use std::borrow::Cow;
+use std::ffi::c_char;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hcore::{hint_from_headers, parse_retry_after, Classification, Classifier, ClassifierConfig, RetryAfter};
+
+use crate::breaker::check_size;
+use crate::clock::unix;
+use crate::handle::{handle, non_null, write, Handle};
+use crate::status::{boundary, holdoff_status, Fail, Res};
+use crate::types::{holdoff_hint_source, holdoff_unusable, ns, outcome_to_c};
+
+/// Turns an HTTP response (status, headers) into a `holdoff_outcome`. Immutable and
+/// thread-safe. Free with `holdoff_classifier_free`.
+pub struct holdoff_classifier {
+    _private: [u8; 0],
+}
+
+handle!(holdoff_classifier => Classifier, Classifier, "classifier");
+
+/// One HTTP header field. Names compare case-insensitively. Text need not be NUL-terminated;
+/// bytes that are not UTF-8 are replaced (such a value is then malformed, as it should be).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct holdoff_header {
+    /// The field name, `name_len` bytes.
+    pub name: *const c_char,
+    /// Length of `name` in bytes.
+    pub name_len: usize,
+    /// The field value, `value_len` bytes.
+    pub value: *const c_char,
+    /// Length of `value` in bytes.
+    pub value_len: usize,
+}
+
+/// Configuration of a classifier. Fill it with `holdoff_classifier_options_init`. The status
+/// arrays are read during `holdoff_classifier_new` only (copied).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct holdoff_classifier_options {
+    /// `sizeof(holdoff_classifier_options)`, set by `holdoff_classifier_options_init`.
+    pub struct_size: usize,
+    /// Statuses counted as failures, overriding the default mapping (may be NULL if len 0).
+    pub failure_statuses: *const u16,
+    /// Number of `failure_statuses`.
+    pub failure_statuses_len: usize,
+    /// Statuses counted as answers (reachable, not retryable).
+    pub answer_statuses: *const u16,
+    /// Number of `answer_statuses`.
+    pub answer_statuses_len: usize,
+    /// Statuses whose delay hint opens a retry-later wait. Default 429 and 503 (a static array).
+    pub retry_after_statuses: *const u16,
+    /// Number of `retry_after_statuses`.
+    pub retry_after_statuses_len: usize,
+    /// Wait for a 429 that carries no usable hint, ns; 0 (default) means none: such a 429 is a
+    /// failure and takes the budget's counted backoff.
+    pub rate_limit_default_wait_ns: u64,
+}
+
+/// A parsed delay hint.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_retry_after {
+    /// The delay, ns (when `unusable` is `HOLDOFF_UNUSABLE_NONE`); may be 0 ("now").
+    pub delay_ns: u64,
+    /// `HOLDOFF_UNUSABLE_NONE` if usable, else why not (a `holdoff_unusable`).
+    pub unusable: u32,
+    /// The `holdoff_hint_source` it came from (`holdoff_hint_from_headers` only; `RETRY_AFTER`
+    /// for `holdoff_parse_retry_after`).
+    pub source: u32,
+}
+
+/// A classified response (`holdoff_classifier_classify`, `holdoff_policy_after_response`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_classification {
+    /// For `HOLDOFF_OUTCOME_RETRY_LATER`: the delay, ns.
+    pub retry_later_ns: u64,
+    /// The delay hint as parsed from the headers (even when the status does not use it).
+    pub hint: holdoff_retry_after,
+    /// The `holdoff_outcome` the breaker and budget are told.
+    pub outcome: u32,
+}
+
+static DEFAULT_RETRY_AFTER_STATUSES: [u16; 2] = [429, 503];
+
+/// Borrows `len` bytes at `ptr` (NULL allowed when `len` is 0).
+///
+/// # Safety
+/// `ptr` must be valid for reading `len` bytes that stay unchanged during the borrow.
+pub(crate) unsafe fn bytes<'a>(ptr: *const c_char, len: usize, param: &str) -> Result<&'a [u8], Fail> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    non_null(ptr, param)?;
+    // SAFETY: non-NULL and valid for `len` bytes by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
+}
+
+/// # Safety
+/// `ptr` must be valid for reading `len` elements.
+unsafe fn statuses(ptr: *const u16, len: usize, field: &str) -> Result<Vec<u16>, Fail> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    non_null(ptr, field)?;
+    // SAFETY: non-NULL and valid for `len` elements by the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec())
+}
+
+/// Reads a C header array into owned (name, value) pairs.
+///
+/// # Safety
+/// `headers` must be valid for reading `n` headers, each valid as documented on
+/// `holdoff_header`.
+pub(crate) unsafe fn headers(
+    headers: *const holdoff_header,
+    n: usize,
+) -> Result<Vec<(String, String)>, Fail> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    non_null(headers, "headers")?;
+    // SAFETY: non-NULL and valid for `n` elements by the caller's contract.
+    let list = unsafe { std::slice::from_raw_parts(headers, n) };
+    list.iter()
+        .map(|h| {
+            // SAFETY: each header's pointers are valid for their lengths by the contract.
+            let name = unsafe { bytes(h.name, h.name_len, "headers.name")? };
+            // SAFETY: as above.
+            let value = unsafe { bytes(h.value, h.value_len, "headers.value")? };
+            Ok((lossy(name).into_owned(), lossy(value).into_owned()))
+        })
+        .collect()
+}
+
+fn lossy(b: &[u8]) -> Cow<'_, str> {
+    String::from_utf8_lossy(b)
+}
+
+pub(crate) fn retry_after_to_c(r: RetryAfter, source: holdoff_hint_source) -> holdoff_retry_after {
+    match r {
+        RetryAfter::Delay(d) => holdoff_retry_after {
+            delay_ns: ns(d),
+            unusable: holdoff_unusable::None as u32,
+            source: source as u32,
+        },
+        RetryAfter::Unusable(u) => holdoff_retry_after {
+            delay_ns: 0,
+            unusable: holdoff_unusable::from(u) as u32,
+            source: source as u32,
+        },
+    }
+}
+
+pub(crate) fn classification_to_c(c: &Classification) -> holdoff_classification {
+    let (outcome, retry_later_ns) = outcome_to_c(c.outcome);
+    holdoff_classification {
+        retry_later_ns,
+        hint: retry_after_to_c(c.hint, c.source.into()),
+        outcome: outcome as u32,
+    }
+}
+
+/// Parses one Retry-After field value (RFC 9110 §10.2.3): delay-seconds (decimals rounded up
+/// to the millisecond), or an HTTP-date compared with `wall_now_unix_ns` (ns since the Unix
+/// epoch: the wall time of your decision's clock reading; a past date is a zero delay).
+/// Never fails on the text: garbage is `unusable`. `value` need not be NUL-terminated.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`value` may be NULL only if `value_len` is 0).
+///
+/// # Safety
+/// `value` must be valid for reading `value_len` bytes; `out` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_parse_retry_after(
+    value: *const c_char,
+    value_len: usize,
+    wall_now_unix_ns: u64,
+    out: *mut holdoff_retry_after,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let v = unsafe { bytes(value, value_len, "value")? };
+        non_null(out, "out")?;
+        let r = parse_retry_after(&lossy(v), unix(wall_now_unix_ns));
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, retry_after_to_c(r, holdoff_hint_source::RetryAfter)) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Reads the delay hint from response headers: every `Retry-After` field (agreeing values give
+/// their value, disagreeing ones are `CONFLICTING`); without one, `RateLimit-Reset` (delta
+/// seconds) and then `X-RateLimit-Reset` (epoch seconds). `wall_now_unix_ns` as for
+/// `holdoff_parse_retry_after`.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`headers` may be NULL only if `n_headers` is 0).
+///
+/// # Safety
+/// `headers` must be valid for reading `n_headers` headers; `out` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_hint_from_headers(
+    headers: *const holdoff_header,
+    n_headers: usize,
+    wall_now_unix_ns: u64,
+    out: *mut holdoff_retry_after,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let hs = unsafe { self::headers(headers, n_headers)? };
+        non_null(out, "out")?;
+        let (r, src) = hint_from_headers(
+            hs.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+            unix(wall_now_unix_ns),
+        );
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, retry_after_to_c(r, src.into())) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Fills `*options` with the default classifier: no overrides, Retry-After honoured on 429 and
+/// 503, no default wait for a 429 without a hint.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `options` must be NULL or valid for a write of `holdoff_classifier_options`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_classifier_options_init(
+    options: *mut holdoff_classifier_options,
+) -> holdoff_status {
+    boundary(|| {
+        non_null(options, "options")?;
+        let o = holdoff_classifier_options {
+            struct_size: std::mem::size_of::<holdoff_classifier_options>(),
+            failure_statuses: std::ptr::null(),
+            failure_statuses_len: 0,
+            answer_statuses: std::ptr::null(),
+            answer_statuses_len: 0,
+            retry_after_statuses: DEFAULT_RETRY_AFTER_STATUSES.as_ptr(),
+            retry_after_statuses_len: DEFAULT_RETRY_AFTER_STATUSES.len(),
+            rate_limit_default_wait_ns: 0,
+        };
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(options, o) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Creates a classifier. Default mapping: 1xx-3xx success; 429/503 with a usable non-zero hint
+/// retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every other status an
+/// answer. The override lists win, failures first.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (a status outside 100..=599);
+/// `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `options` must be NULL or point to a readable `holdoff_classifier_options` whose arrays are
+/// valid for their lengths; `out` NULL or valid for writing a pointer. On success the caller
+/// owns `*out` and frees it once with `holdoff_classifier_free`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_classifier_new(
+    options: *const holdoff_classifier_options,
+    out: *mut *mut holdoff_classifier,
+) -> holdoff_status {
+    boundary(|| {
+        non_null(options, "options")?;
+        non_null(out, "out")?;
+        // SAFETY: checked non-NULL; readable by contract.
+        let o = unsafe { *options };
+        check_size(
+            o.struct_size,
+            std::mem::size_of::<holdoff_classifier_options>(),
+            "options",
+        )?;
+        let wait = o.rate_limit_default_wait_ns;
+        // SAFETY: each array is valid for its length by contract.
+        let config = unsafe {
+            ClassifierConfig {
+                failure_statuses: statuses(o.failure_statuses, o.failure_statuses_len, "failure_statuses")?,
+                answer_statuses: statuses(o.answer_statuses, o.answer_statuses_len, "answer_statuses")?,
+                retry_after_statuses: statuses(
+                    o.retry_after_statuses,
+                    o.retry_after_statuses_len,
+                    "retry_after_statuses",
+                )?,
+                rate_limit_default_wait: (wait != 0).then(|| Duration::from_nanos(wait)),
+            }
+        };
+        // SAFETY: `out` checked non-NULL; valid by contract.
+        unsafe { new_classifier(config, out) }
+    })
+}
+
+/// # Safety
+/// `out` must be non-NULL and valid for writing a pointer.
+pub(crate) unsafe fn new_classifier(config: ClassifierConfig, out: *mut *mut holdoff_classifier) -> Res {
+    let c = Arc::new(Classifier::new(config)?);
+    // SAFETY: forwarded contract.
+    unsafe { write(out, holdoff_classifier::into_ptr(c)) };
+    Ok(holdoff_status::Ok)
+}
+
+/// Releases a classifier handle. NULL does nothing. A policy using it keeps its own copy.
+///
+/// # Safety
+/// `classifier` must be NULL or a live classifier handle, not used again afterwards and not in
+/// use by another thread.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_classifier_free(classifier: *mut holdoff_classifier) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_classifier::free(classifier) }
+}
+
+/// Classifies a response: `status` and `n_headers` headers, with HTTP-dates compared with
+/// `wall_now_unix_ns` (ns since the Unix epoch).
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a status outside 100..=599 (field `status`);
+/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `classifier` must be NULL or a live classifier handle; `headers` valid for reading
+/// `n_headers` headers; `out` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_classifier_classify(
+    classifier: *const holdoff_classifier,
+    status: u32,
+    headers: *const holdoff_header,
+    n_headers: usize,
+    wall_now_unix_ns: u64,
+    out: *mut holdoff_classification,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { holdoff_classifier::borrow(classifier)? };
+        // SAFETY: forwarded contract.
+        let hs = unsafe { self::headers(headers, n_headers)? };
+        non_null(out, "out")?;
+        // Statuses past u16 saturate to 65535, which the core refuses like any other
+        // out-of-range status (never wrapped into a valid one).
+        let status = u16::try_from(status).unwrap_or(u16::MAX);
+        let cls = c.classify(
+            status,
+            hs.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+            unix(wall_now_unix_ns),
+        )?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, classification_to_c(&cls)) };
+        Ok(holdoff_status::Ok)
+    })
+}

@@ -1,0 +1,232 @@
+//! `holdoff_quota`: the retry quota, a token bucket shared by an upstream's callers.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use hcore::{QuotaConfig, QuotaLease, RetryQuota};
+
+use crate::breaker::check_size;
+use crate::handle::{handle, non_null, write, Handle};
+use crate::status::{boundary, holdoff_status, Fail, Res};
+
+/// A retry quota: retries cost tokens, retries after a timeout cost more, successes refund
+/// (AWS SDK standard mode). Clock-free and lock-free; thread-safe. Free with
+/// `holdoff_quota_free`.
+pub struct holdoff_quota {
+    _private: [u8; 0],
+}
+
+handle!(holdoff_quota => RetryQuota, Quota, "quota");
+
+/// Configuration of a retry quota, in whole tokens (each 0..=1000000000). Fill it with
+/// `holdoff_quota_options_init`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_quota_options {
+    /// `sizeof(holdoff_quota_options)`, set by `holdoff_quota_options_init`.
+    pub struct_size: usize,
+    /// Tokens in a full bucket. Default 500.
+    pub capacity: u64,
+    /// Cost of a retry (<= capacity). Default 5.
+    pub retry_cost: u64,
+    /// Cost of a retry after a timeout (<= capacity). Default 10.
+    pub timeout_cost: u64,
+    /// Tokens a success without retry adds back (<= capacity). Default 1.
+    pub success_refill: u64,
+}
+
+/// The result of `holdoff_quota_acquire`. Give an acquired lease back with
+/// `holdoff_quota_on_success` when the call finally succeeds (at most once).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_quota_lease {
+    /// Tokens the retry cost (or would have cost, if not acquired).
+    pub cost: u64,
+    /// Tokens left in the bucket after the acquisition.
+    pub available: u64,
+    /// 1 if the tokens were taken; 0 if the bucket could not pay (give up with
+    /// `HOLDOFF_GIVE_UP_REASON_QUOTA_EMPTY`).
+    pub acquired: u8,
+    /// 0 until given back; the library sets it to 1 (atomically). Do not write it.
+    pub returned: u8,
+}
+
+impl holdoff_quota_options {
+    fn defaults() -> Self {
+        let d = QuotaConfig::default();
+        holdoff_quota_options {
+            struct_size: std::mem::size_of::<Self>(),
+            capacity: d.capacity,
+            retry_cost: d.retry_cost,
+            timeout_cost: d.timeout_cost,
+            success_refill: d.success_refill,
+        }
+    }
+}
+
+/// Fills `*options` with the core's defaults (500 tokens, 5 a retry, 10 after a timeout, 1
+/// back per success without retry).
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `options` must be NULL or valid for a write of `holdoff_quota_options`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_quota_options_init(options: *mut holdoff_quota_options) -> holdoff_status {
+    boundary(|| {
+        non_null(options, "options")?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(options, holdoff_quota_options::defaults()) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Creates a full retry quota.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (e.g. `quota.retry_cost` above
+/// the capacity); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `options` must be NULL or point to a readable `holdoff_quota_options`; `out` NULL or valid
+/// for writing a pointer. On success the caller owns `*out` and frees it once with
+/// `holdoff_quota_free`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_quota_new(
+    options: *const holdoff_quota_options,
+    out: *mut *mut holdoff_quota,
+) -> holdoff_status {
+    boundary(|| {
+        non_null(options, "options")?;
+        non_null(out, "out")?;
+        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
+        let o = unsafe { *options };
+        check_size(
+            o.struct_size,
+            std::mem::size_of::<holdoff_quota_options>(),
+            "options",
+        )?;
+        let config = QuotaConfig {
+            capacity: o.capacity,
+            retry_cost: o.retry_cost,
+            timeout_cost: o.timeout_cost,
+            success_refill: o.success_refill,
+        };
+        // SAFETY: `out` checked non-NULL; valid by contract.
+        unsafe { new_quota(config, out) }
+    })
+}
+
+/// # Safety
+/// `out` must be non-NULL and valid for writing a pointer.
+pub(crate) unsafe fn new_quota(config: QuotaConfig, out: *mut *mut holdoff_quota) -> Res {
+    let q = Arc::new(RetryQuota::new(config)?);
+    // SAFETY: forwarded contract.
+    unsafe { write(out, holdoff_quota::into_ptr(q)) };
+    Ok(holdoff_status::Ok)
+}
+
+/// Releases a quota handle. NULL does nothing. A policy using the quota keeps it alive.
+///
+/// # Safety
+/// `quota` must be NULL or a live quota handle, not used again afterwards and not in use by
+/// another thread.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_quota_free(quota: *mut holdoff_quota) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_quota::free(quota) }
+}
+
+/// Takes the cost of one retry (`after_timeout` nonzero selects the timeout cost) and writes
+/// the lease to `*out_lease`: `acquired` is 0 if the bucket could not pay (nothing taken).
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `quota` must be NULL or a live quota handle; `out_lease` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_quota_acquire(
+    quota: *const holdoff_quota,
+    after_timeout: u8,
+    out_lease: *mut holdoff_quota_lease,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let q = unsafe { holdoff_quota::borrow(quota)? };
+        non_null(out_lease, "out_lease")?;
+        let (acquired, cost, available) = match q.acquire(after_timeout != 0) {
+            Ok(lease) => (1, lease.cost, q.available()),
+            Err(e) => (0, e.cost, e.available),
+        };
+        let lease = holdoff_quota_lease {
+            cost,
+            available,
+            acquired,
+            returned: 0,
+        };
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_lease, lease) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// A call succeeded: refunds `lease` (marking it returned), or, if `lease` is NULL (the call
+/// needed no retry), adds the configured refill. Never fills past capacity.
+///
+/// Errors: `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED` if the lease was already returned;
+/// `HOLDOFF_STATUS_INVALID_INPUT` if it was not acquired; `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `quota` must be NULL or a live quota handle; `lease` NULL or a valid, writable lease from
+/// `holdoff_quota_acquire` on this quota.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_quota_on_success(
+    quota: *const holdoff_quota,
+    lease: *mut holdoff_quota_lease,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let q = unsafe { holdoff_quota::borrow(quota)? };
+        if lease.is_null() {
+            q.on_success(None);
+            return Ok(holdoff_status::Ok);
+        }
+        // SAFETY: non-NULL; valid for reads by contract.
+        let (acquired, cost) = unsafe { ((*lease).acquired, (*lease).cost) };
+        if acquired == 0 {
+            return Err(Fail::input("lease", "was not acquired: nothing to give back"));
+        }
+        // SAFETY: the field is a valid, aligned `u8` for the lease's lifetime (contract) and
+        // holdoff only accesses it atomically: one of two concurrent returns wins.
+        let flag = unsafe { AtomicU8::from_ptr(std::ptr::addr_of_mut!((*lease).returned)) };
+        if flag.swap(1, Ordering::AcqRel) != 0 {
+            return Err(Fail::new(
+                holdoff_status::PermitAlreadyRecorded,
+                "lease",
+                "this quota lease was already given back",
+            ));
+        }
+        q.on_success(Some(QuotaLease { cost }));
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Writes the tokens left to `*out_available`.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `quota` must be NULL or a live quota handle; `out_available` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_quota_available(
+    quota: *const holdoff_quota,
+    out_available: *mut u64,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let q = unsafe { holdoff_quota::borrow(quota)? };
+        non_null(out_available, "out_available")?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_available, q.available()) };
+        Ok(holdoff_status::Ok)
+    })
+}

@@ -1,0 +1,434 @@
+/*
+ * holdoff C API tests: the bad-input contract (NULL, freed handles, invalid enums, NaN, zero
+ * and wrong-size options, double records, foreign permits, caught panics), thread safety of a
+ * shared breaker, and the typed options constructors the conformance runner does not use.
+ * Time moves only through a manual clock. Prints `N passed, N failed`.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "holdoff.h"
+
+#define MS 1000000ULL
+#define SEC (1000 * MS)
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (cond) {                                                                 \
+            passed++;                                                               \
+        } else {                                                                    \
+            failed++;                                                               \
+            printf("FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
+                   holdoff_last_error_message());                                   \
+        }                                                                           \
+    } while (0)
+
+#define CHECK_STATUS(expr, want) CHECK((expr) == (want))
+
+static holdoff_clock *manual(void) {
+    holdoff_clock *c = NULL;
+    CHECK_STATUS(holdoff_clock_new_manual(0, &c), HOLDOFF_STATUS_OK);
+    return c;
+}
+
+static holdoff_breaker *breaker(holdoff_clock *clock) {
+    holdoff_breaker_options o;
+    holdoff_breaker_options_init(&o);
+    o.open_initial_ns = 60 * SEC;
+    o.open_multiplier = 1.0;
+    holdoff_breaker *b = NULL;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_OK);
+    return b;
+}
+
+static void test_versions(void) {
+    CHECK(holdoff_abi_version() == HOLDOFF_ABI_VERSION);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", HOLDOFF_VERSION_MAJOR, HOLDOFF_VERSION_MINOR, HOLDOFF_VERSION_PATCH);
+    CHECK(strcmp(holdoff_version(), want) == 0);
+    CHECK(strcmp(holdoff_status_name(HOLDOFF_STATUS_INVALID_CONFIG), "invalid_config") == 0);
+    CHECK(strcmp(holdoff_status_message(12345), "unknown status") == 0);
+    CHECK(holdoff_status_name(12345) == NULL);
+    CHECK(holdoff_state_name(99) == NULL);
+}
+
+static void test_null_parameters(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = breaker(clock);
+    holdoff_permit p;
+    holdoff_breaker_options o;
+    holdoff_breaker_options_init(&o);
+    holdoff_breaker *out = (holdoff_breaker *)0x1; /* must stay untouched on error */
+    CHECK_STATUS(holdoff_breaker_new(NULL, clock, &out), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "options") == 0);
+    CHECK_STATUS(holdoff_breaker_new(&o, NULL, &out), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "clock") == 0);
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(out == (holdoff_breaker *)0x1);
+    CHECK_STATUS(holdoff_breaker_allow(NULL, &p, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_allow(b, NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_record(b, NULL, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_snapshot(b, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_drain_events(b, NULL, 4, &(size_t){0}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_clock_set(NULL, 1), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_config_parse(NULL, 0, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_parse_retry_after(NULL, 3, 0, &(holdoff_retry_after){0, 0, 0}),
+                 HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_policy_new(b, NULL, NULL, NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    /* _free(NULL) is a no-op. */
+    CHECK_STATUS(holdoff_breaker_free(NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_free(NULL), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(b);
+    holdoff_clock_free(clock);
+}
+
+static void test_bad_config(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = NULL;
+    holdoff_breaker_options o;
+
+    holdoff_breaker_options_init(&o);
+    o.open_multiplier = NAN;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.multiplier") == 0);
+    CHECK(b == NULL);
+
+    holdoff_breaker_options_init(&o);
+    o.open_initial_ns = 0;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.initial") == 0);
+
+    holdoff_breaker_options_init(&o);
+    o.open_jitter = INFINITY;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.jitter") == 0);
+
+    holdoff_breaker_options_init(&o);
+    o.trip_policy = 77; /* not a holdoff_trip_policy */
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.trip.policy") == 0);
+
+    holdoff_breaker_options_init(&o);
+    o.trip_policy = HOLDOFF_TRIP_POLICY_RATE;
+    o.trip_rate = 1.5;
+    o.trip_min_calls = 10;
+    o.trip_window_ns = 10 * SEC;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.trip.threshold") == 0);
+
+    holdoff_breaker_options_init(&o);
+    o.struct_size = sizeof o - 8; /* a caller built against another header */
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_ABI_MISMATCH);
+
+    holdoff_budget_options bo;
+    holdoff_budget *budget = NULL;
+    holdoff_budget_options_init(&bo);
+    bo.max_rate_limit_duration_ns = bo.retry_after_cap_ns; /* incident 3: no room for two waits */
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "budget.max_rate_limit_duration") == 0);
+
+    holdoff_quota_options qo;
+    holdoff_quota *quota = NULL;
+    holdoff_quota_options_init(&qo);
+    qo.retry_cost = qo.capacity + 1;
+    CHECK_STATUS(holdoff_quota_new(&qo, &quota), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "quota.retry_cost") == 0);
+
+    holdoff_classifier_options co;
+    holdoff_classifier *cls = NULL;
+    uint16_t bad[] = {403, 99};
+    holdoff_classifier_options_init(&co);
+    co.failure_statuses = bad;
+    co.failure_statuses_len = 2;
+    CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "classifier.failure_statuses") == 0);
+
+    const char *json = "{\"breaker\": {\"open_interval\": {\"initial_ms\": \"NaN\"}}}";
+    holdoff_config *cfg = NULL;
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.initial") == 0);
+    json = "{\"breaker\": {\"recoverys\": 3}}";
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "config") == 0);
+    CHECK(cfg == NULL);
+    holdoff_clock_free(clock);
+}
+
+static void test_permits(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker *a = breaker(clock), *b = breaker(clock);
+    holdoff_permit p;
+    uint32_t effect = 99;
+    CHECK_STATUS(holdoff_breaker_allow(a, &p, NULL), HOLDOFF_STATUS_OK);
+    CHECK(p.episode == 0 && p.probe == 0 && p.recorded == 0);
+    /* An unknown outcome is refused and leaves the permit unrecorded. */
+    CHECK_STATUS(holdoff_breaker_record(a, &p, 42, 0, &effect), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "outcome") == 0);
+    CHECK(p.recorded == 0 && effect == 99);
+    /* A foreign breaker refuses it; it stays usable on its own. */
+    CHECK_STATUS(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &effect), HOLDOFF_STATUS_FOREIGN_PERMIT);
+    CHECK(p.recorded == 0);
+    CHECK_STATUS(holdoff_breaker_record(a, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &effect), HOLDOFF_STATUS_OK);
+    CHECK(effect == HOLDOFF_EFFECT_COUNTED && p.recorded == 1);
+    CHECK_STATUS(holdoff_breaker_record(a, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &effect),
+                 HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
+    holdoff_breaker_free(a);
+    holdoff_breaker_free(b);
+    holdoff_clock_free(clock);
+}
+
+static void test_open_refusal_and_events(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = breaker(clock);
+    holdoff_permit p;
+    holdoff_refusal r;
+    for (int i = 0; i < 5; i++) {
+        CHECK_STATUS(holdoff_breaker_allow(b, &p, NULL), HOLDOFF_STATUS_OK);
+        CHECK_STATUS(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
+    }
+    CHECK_STATUS(holdoff_clock_set(clock, 10 * SEC), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_allow(b, &p, &r), HOLDOFF_STATUS_BREAKER_OPEN);
+    CHECK(r.state == HOLDOFF_STATE_OPEN && r.has_retry_after && r.retry_after_ns == 50 * SEC && r.episode == 1);
+    CHECK_STATUS(holdoff_clock_set(clock, 5 * SEC), HOLDOFF_STATUS_CLOCK_BACKWARDS);
+    CHECK_STATUS(holdoff_clock_set(clock, 60 * SEC), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_allow(b, &p, &r), HOLDOFF_STATUS_OK);
+    CHECK(p.probe == 1 && p.episode == 1);
+    CHECK_STATUS(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_RETRY_LATER, 90 * SEC, NULL), HOLDOFF_STATUS_OK);
+    holdoff_event ev[1];
+    size_t n = 0, total = 0;
+    uint32_t reasons[4];
+    /* Drained one at a time: the rest stays queued, in order. */
+    do {
+        CHECK_STATUS(holdoff_breaker_drain_events(b, ev, 1, &n), HOLDOFF_STATUS_OK);
+        if (n == 1 && total < 4) reasons[total] = ev[0].reason;
+        total += n;
+    } while (n == 1);
+    CHECK(total == 3);
+    CHECK(reasons[0] == HOLDOFF_REASON_TRIPPED && reasons[1] == HOLDOFF_REASON_PROBE_ADMITTED &&
+          reasons[2] == HOLDOFF_REASON_RETRY_LATER);
+    CHECK(ev[0].has_requested_delay == 0 || ev[0].requested_delay_ns == 90 * SEC);
+    holdoff_snapshot s;
+    CHECK_STATUS(holdoff_breaker_snapshot(b, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.state == HOLDOFF_STATE_OPEN && s.has_retry_after && s.retry_after_ns == 90 * SEC && s.opens == 1);
+    CHECK_STATUS(holdoff_breaker_force_open(b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_allow(b, &p, &r), HOLDOFF_STATUS_BREAKER_OPEN);
+    CHECK(r.state == HOLDOFF_STATE_FORCED_OPEN && r.has_retry_after == 0);
+    CHECK_STATUS(holdoff_breaker_reset(b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_allow(b, &p, &r), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(b);
+    holdoff_clock_free(clock);
+}
+
+static void test_clocks(void) {
+    holdoff_clock *sys = NULL, *m = NULL;
+    uint64_t t = 0;
+    CHECK_STATUS(holdoff_clock_new_system(&sys), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_clock_set(sys, 5), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK_STATUS(holdoff_clock_advance(sys, 5), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK_STATUS(holdoff_clock_new_manual(1000 * SEC, &m), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_clock_advance(m, 1500 * MS), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_clock_now(m, &t), HOLDOFF_STATUS_OK);
+    CHECK(t == 1500 * MS);
+    CHECK_STATUS(holdoff_clock_wall_now(m, &t), HOLDOFF_STATUS_OK);
+    CHECK(t == 1000 * SEC + 1500 * MS);
+    CHECK_STATUS(holdoff_clock_advance(m, UINT64_MAX), HOLDOFF_STATUS_OK); /* saturates */
+    CHECK_STATUS(holdoff_clock_now(m, &t), HOLDOFF_STATUS_OK);
+    CHECK(t == UINT64_MAX);
+    holdoff_clock_free(sys);
+    holdoff_clock_free(m);
+}
+
+static void test_policy_and_http(void) {
+    holdoff_clock *clock = manual(), *other = manual();
+    holdoff_breaker *b = breaker(clock);
+    holdoff_budget_options bo;
+    holdoff_budget_options_init(&bo);
+    holdoff_budget *budget = NULL, *foreign_budget = NULL;
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_budget_new(&bo, other, &foreign_budget), HOLDOFF_STATUS_OK);
+    holdoff_policy *policy = NULL;
+    CHECK_STATUS(holdoff_policy_new(b, foreign_budget, NULL, NULL, &policy), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "policy.clock") == 0);
+    CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
+    /* The policy keeps its parts alive. */
+    holdoff_breaker_free(b);
+    holdoff_budget_free(budget);
+    holdoff_policy_call *call = NULL;
+    CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
+    holdoff_before before;
+    holdoff_permit p;
+    holdoff_decision d;
+    holdoff_classification cl;
+    CHECK_STATUS(holdoff_policy_before(policy, call, &before, &p), HOLDOFF_STATUS_OK);
+    CHECK(before.action == HOLDOFF_BEFORE_ACTION_GO);
+    const char *ra = "Retry-After", *v = "120";
+    holdoff_header h = {ra, strlen(ra), v, strlen(v)};
+    CHECK_STATUS(holdoff_policy_after_response(policy, call, &p, 429, &h, 1, &d, &cl), HOLDOFF_STATUS_OK);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_RETRY_LATER && cl.retry_later_ns == 120 * SEC);
+    CHECK(d.kind == HOLDOFF_DECISION_KIND_RETRY && d.delay_ns == 120 * SEC);
+    CHECK(d.source == HOLDOFF_WAIT_SOURCE_RETRY_AFTER && d.has_server_delay && d.capped == 0);
+    CHECK_STATUS(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d),
+                 HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
+    /* An HTTP status out of range, even one that would wrap to a valid u16. */
+    holdoff_classifier *cls = NULL;
+    holdoff_classifier_options co;
+    holdoff_classifier_options_init(&co);
+    CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_classifier_classify(cls, 65536 + 200, NULL, 0, 0, &cl), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "status") == 0);
+    CHECK_STATUS(holdoff_classifier_classify(cls, 404, NULL, 0, 0, &cl), HOLDOFF_STATUS_OK);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_ANSWER);
+    /* Retry-After: RFC 9110 §10.2.3 forms; non-UTF-8 bytes are malformed, not an error. */
+    holdoff_retry_after r;
+    const char *date = "Sun, 06 Nov 1994 08:49:37 GMT";
+    CHECK_STATUS(holdoff_parse_retry_after(date, strlen(date), 784111717ULL * SEC, &r), HOLDOFF_STATUS_OK);
+    CHECK(r.unusable == HOLDOFF_UNUSABLE_NONE && r.delay_ns == 60 * SEC);
+    CHECK_STATUS(holdoff_parse_retry_after("\xff\xfe", 2, 0, &r), HOLDOFF_STATUS_OK);
+    CHECK(r.unusable == HOLDOFF_UNUSABLE_MALFORMED);
+    CHECK_STATUS(holdoff_parse_retry_after("1.5", 3, 0, &r), HOLDOFF_STATUS_OK);
+    CHECK(r.delay_ns == 1500 * MS);
+    holdoff_classifier_free(cls);
+    holdoff_policy_call_free(call);
+    holdoff_policy_free(policy);
+    holdoff_budget_free(foreign_budget);
+    holdoff_clock_free(clock);
+    holdoff_clock_free(other);
+}
+
+static void test_quota(void) {
+    holdoff_quota_options qo;
+    holdoff_quota_options_init(&qo);
+    qo.capacity = 12;
+    holdoff_quota *q = NULL;
+    CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
+    holdoff_quota_lease a, b;
+    CHECK_STATUS(holdoff_quota_acquire(q, 0, &a), HOLDOFF_STATUS_OK);
+    CHECK(a.acquired == 1 && a.cost == 5 && a.available == 7);
+    CHECK_STATUS(holdoff_quota_acquire(q, 1, &b), HOLDOFF_STATUS_OK);
+    CHECK(b.acquired == 0 && b.cost == 10 && b.available == 7);
+    CHECK_STATUS(holdoff_quota_on_success(q, &b), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
+    uint64_t avail = 0;
+    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK(avail == 12);
+    holdoff_quota_free(q);
+}
+
+static void test_group(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker_options o;
+    holdoff_breaker_options_init(&o);
+    holdoff_group *g = NULL;
+    CHECK_STATUS(holdoff_group_new(&o, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_breaker *a1 = NULL, *a2 = NULL, *bb = NULL;
+    CHECK_STATUS(holdoff_group_get(g, "a", 1, &a1), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_get(g, "a", 1, &a2), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_get(g, "b", 1, &bb), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_get(g, "\xff", 1, &bb), HOLDOFF_STATUS_INVALID_INPUT);
+    size_t n = 0;
+    CHECK_STATUS(holdoff_group_len(g, &n), HOLDOFF_STATUS_OK);
+    CHECK(n == 2);
+    /* Two handles to one breaker: a permit of one is recorded through the other. */
+    holdoff_permit p;
+    CHECK_STATUS(holdoff_breaker_allow(a1, &p, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_record(a2, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(a1);
+    CHECK_STATUS(holdoff_breaker_allow(a2, &p, NULL), HOLDOFF_STATUS_OK); /* still alive */
+    holdoff_breaker_free(a2);
+    holdoff_breaker_free(bb);
+    holdoff_group_free(g);
+    holdoff_clock_free(clock);
+}
+
+static void test_panic_and_freed_handles(void) {
+    CHECK_STATUS(holdoff_debug_panic(), HOLDOFF_STATUS_PANIC);
+    CHECK(strstr(holdoff_last_error_message(), "holdoff_debug_panic") != NULL);
+    if (!holdoff_debug_checks_handles()) return; /* release build: use after free is UB */
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = breaker(clock);
+    holdoff_permit p;
+    holdoff_breaker_free(b);
+    CHECK_STATUS(holdoff_breaker_allow(b, &p, NULL), HOLDOFF_STATUS_INVALID_HANDLE);
+    CHECK_STATUS(holdoff_breaker_free(b), HOLDOFF_STATUS_INVALID_HANDLE); /* double free caught */
+    /* A handle of another type. */
+    CHECK_STATUS(holdoff_breaker_allow((holdoff_breaker *)(void *)clock, &p, NULL), HOLDOFF_STATUS_INVALID_HANDLE);
+    holdoff_clock_free(clock);
+}
+
+/* Threads share one breaker: each thread records its own permits; a permit shared by all
+ * threads is recorded exactly once. */
+#define THREADS 8
+#define CALLS 20000
+
+typedef struct {
+    holdoff_breaker *b;
+    holdoff_permit *shared;
+    int ok_records;
+    int already;
+} worker_t;
+
+static void *worker(void *arg) {
+    worker_t *w = arg;
+    for (int i = 0; i < CALLS; i++) {
+        holdoff_permit p;
+        if (holdoff_breaker_allow(w->b, &p, NULL) != HOLDOFF_STATUS_OK) continue;
+        if (holdoff_breaker_record(w->b, &p, i % 7 == 0 ? HOLDOFF_OUTCOME_FAILURE : HOLDOFF_OUTCOME_SUCCESS, 0,
+                                   NULL) == HOLDOFF_STATUS_OK)
+            w->ok_records++;
+    }
+    holdoff_status st = holdoff_breaker_record(w->b, w->shared, HOLDOFF_OUTCOME_SUCCESS, 0, NULL);
+    if (st == HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED) w->already++;
+    return NULL;
+}
+
+static void test_threads(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker_options o;
+    holdoff_breaker_options_init(&o);
+    o.trip_threshold = 1000000; /* interleaved failures must never trip it */
+    holdoff_breaker *b = NULL;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_OK);
+    holdoff_permit shared;
+    CHECK_STATUS(holdoff_breaker_allow(b, &shared, NULL), HOLDOFF_STATUS_OK);
+    pthread_t t[THREADS];
+    worker_t w[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        w[i] = (worker_t){b, &shared, 0, 0};
+        pthread_create(&t[i], NULL, worker, &w[i]);
+    }
+    int records = 0, already = 0;
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(t[i], NULL);
+        records += w[i].ok_records;
+        already += w[i].already;
+    }
+    CHECK(records == THREADS * CALLS);
+    CHECK(already == THREADS - 1);
+    holdoff_breaker_free(b);
+    holdoff_clock_free(clock);
+}
+
+int main(void) {
+    test_versions();
+    test_null_parameters();
+    test_bad_config();
+    test_permits();
+    test_open_refusal_and_events();
+    test_clocks();
+    test_policy_and_http();
+    test_quota();
+    test_group();
+    test_panic_and_freed_handles();
+    test_threads();
+    CHECK(holdoff_debug_live_handles() == 0);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

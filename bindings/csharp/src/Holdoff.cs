@@ -1,0 +1,971 @@
+// holdoff for C#: a thin skin over the C ABI (libholdoff). No breaker or budget logic lives
+// here: it converts TimeSpan and the options types, maps statuses to exceptions, sleeps with
+// Task.Delay and honours CancellationToken in ExecuteAsync.
+//
+// Every object is thread-safe and IDisposable; each wraps SafeHandles, so a handle can never be
+// freed while a call is using it, and is released by the finalizer if Dispose was forgotten.
+using System;
+using System.Collections.Generic;
+using System.Globalization;
+using System.Runtime.InteropServices;
+using System.Text;
+using System.Threading;
+using System.Threading.Tasks;
+using Holdoff.Interop;
+
+namespace Holdoff
+{
+    /// <summary>A breaker's state.</summary>
+    public enum State : uint { Closed = 0, Open = 1, HalfOpen = 2, ForcedOpen = 3, Disabled = 4 }
+
+    /// <summary>What happened to a call.</summary>
+    public enum OutcomeKind : uint { Success = 0, Answer = 1, Failure = 2, Timeout = 3, RetryLater = 4, Cancelled = 5 }
+
+    /// <summary>What recording an outcome did.</summary>
+    public enum Effect : uint { Counted = 0, Stale = 1, Ignored = 2 }
+
+    /// <summary>Why a breaker's state changed.</summary>
+    public enum Reason : uint { Tripped, RetryLater, ProbeAdmitted, ProbeFailed, Recovered, ForcedOpen, Disabled, Reset }
+
+    /// <summary>The kind of a retry decision.</summary>
+    public enum DecisionKind : uint { Done = 0, Retry = 1, GiveUp = 2 }
+
+    /// <summary>Where a retry's delay came from.</summary>
+    public enum WaitSource : uint { RetryAfter = 0, Backoff = 1, Breaker = 2 }
+
+    /// <summary>Why a caller should stop retrying.</summary>
+    public enum GiveUpReason : uint
+    {
+        BudgetSpent, RetryAfterExceedsRemaining, BackoffExceedsRemaining, AttemptsExhausted, NotRetryable,
+        QuotaEmpty, BreakerOpen, Cancelled
+    }
+
+    /// <summary>Why a delay hint is unusable (<see cref="Usable"/> when it is usable).</summary>
+    public enum Unusable : uint { Usable = 0, Missing = 1, Malformed = 2, Signed = 3, Conflicting = 4 }
+
+    /// <summary>Which header a delay hint came from.</summary>
+    public enum HintSource : uint { RetryAfter = 0, RateLimitReset = 1, XRateLimitReset = 2, None = 3 }
+
+    /// <summary>What a policy says before an attempt.</summary>
+    public enum BeforeAction : uint { Go = 0, Wait = 1, GiveUp = 2 }
+
+    /// <summary>Stable names (as the conformance suite spells them) of the enums.</summary>
+    public static class Names
+    {
+        public static string Of(State v) { return Native.Str(Native.holdoff_state_name((uint)v)); }
+        public static string Of(OutcomeKind v) { return Native.Str(Native.holdoff_outcome_name((uint)v)); }
+        public static string Of(Effect v) { return Native.Str(Native.holdoff_effect_name((uint)v)); }
+        public static string Of(Reason v) { return Native.Str(Native.holdoff_reason_name((uint)v)); }
+        public static string Of(DecisionKind v) { return Native.Str(Native.holdoff_decision_kind_name((uint)v)); }
+        public static string Of(WaitSource v) { return Native.Str(Native.holdoff_wait_source_name((uint)v)); }
+        public static string Of(GiveUpReason v) { return Native.Str(Native.holdoff_give_up_reason_name((uint)v)); }
+        public static string Of(Unusable v) { return Native.Str(Native.holdoff_unusable_name((uint)v)); }
+        public static string Of(HintSource v) { return Native.Str(Native.holdoff_hint_source_name((uint)v)); }
+        public static string Of(BeforeAction v) { return Native.Str(Native.holdoff_before_action_name((uint)v)); }
+    }
+
+    /// <summary>An error of the C library: its stable name (invalid_input, clock_backwards,
+    /// permit_already_recorded, foreign_permit, ...) and the field it concerns.</summary>
+    public class HoldoffException : InvalidOperationException
+    {
+        public string Name { get; private set; }
+        public string Field { get; private set; }
+        public HoldoffException(string name, string field, string message) : base(message)
+        {
+            Name = name;
+            Field = field;
+        }
+    }
+
+    /// <summary>A permit recorded twice (Name permit_already_recorded) or on a breaker that did
+    /// not issue it (foreign_permit).</summary>
+    public sealed class PermitException : HoldoffException
+    {
+        public PermitException(string name, string message) : base(name, "permit", message) { }
+    }
+
+    /// <summary>An invalid configuration value: <see cref="ArgumentException.ParamName"/> is the
+    /// field as the conformance suite names it (breaker.open_interval.multiplier).</summary>
+    public sealed class HoldoffConfigException : ArgumentException
+    {
+        public HoldoffConfigException(string field, string message) : base(message, field) { }
+        /// <summary>The stable error name, invalid_config.</summary>
+        public string Name { get { return "invalid_config"; } }
+    }
+
+    /// <summary>The breaker refused the call.</summary>
+    public sealed class BreakerOpenException : Exception
+    {
+        /// <summary>Time until a call could be admitted; null while forced open.</summary>
+        public TimeSpan? RetryAfter { get; private set; }
+        public State State { get; private set; }
+        public uint Episode { get; private set; }
+        public BreakerOpenException(TimeSpan? retryAfter, State state, uint episode)
+            : base(retryAfter.HasValue
+                ? string.Format("holdoff: breaker {0}: retry after {1}", Names.Of(state), retryAfter.Value)
+                : string.Format("holdoff: breaker {0}: calls refused until reset", Names.Of(state)))
+        {
+            RetryAfter = retryAfter;
+            State = state;
+            Episode = episode;
+        }
+    }
+
+    /// <summary>ExecuteAsync stopped: why, after how many attempts; InnerException is the last
+    /// attempt's exception (or a BreakerOpenException when nothing was admitted).</summary>
+    public sealed class GiveUpException : Exception
+    {
+        public GiveUpReason Reason { get; private set; }
+        public int Attempts { get; private set; }
+        public GiveUpException(GiveUpReason reason, int attempts, Exception inner)
+            : base(string.Format("holdoff: gave up after {0} attempts ({1})", attempts, Names.Of(reason)), inner)
+        {
+            Reason = reason;
+            Attempts = attempts;
+        }
+    }
+
+    /// <summary>Thrown by the function given to ExecuteAsync to say more than "failure": an
+    /// answer (not retried) or a retry-later with the server's delay.</summary>
+    public sealed class OutcomeException : Exception
+    {
+        public Outcome Outcome { get; private set; }
+        public OutcomeException(Outcome outcome, Exception inner)
+            : base(inner != null ? inner.Message : "holdoff: " + Names.Of(outcome.Kind), inner)
+        {
+            Outcome = outcome;
+        }
+    }
+
+    internal static class Status
+    {
+        public const uint Ok = 0, BreakerOpen = 1, InvalidConfig = 200, InvalidInput = 201, ClockBackwards = 202,
+            PermitAlreadyRecorded = 203, ForeignPermit = 204;
+
+        /// <summary>Throws for an error status, with the calling thread's detail.</summary>
+        public static void Check(uint status)
+        {
+            if (status == Ok || status == BreakerOpen) return;
+            string name = Native.Str(Native.holdoff_status_name(status)) ?? ("status " + status);
+            string field = Native.Str(Native.holdoff_last_error_field());
+            string message = "holdoff: " + Native.Str(Native.holdoff_last_error_message());
+            switch (status)
+            {
+                case InvalidConfig: throw new HoldoffConfigException(field, message);
+                case PermitAlreadyRecorded:
+                case ForeignPermit: throw new PermitException(name, message);
+                case ClockBackwards: throw new HoldoffException(name, field, message);
+                case InvalidInput: throw new HoldoffException(name, field, message);
+                default: throw new HoldoffException(name, field, message);
+            }
+        }
+    }
+
+    internal static class Units
+    {
+        public static TimeSpan Span(ulong ns)
+        {
+            ulong ticks = ns / 100;
+            return ticks > (ulong)long.MaxValue ? TimeSpan.MaxValue : TimeSpan.FromTicks((long)ticks);
+        }
+
+        public static TimeSpan? Opt(byte has, ulong ns) { return has != 0 ? Span(ns) : (TimeSpan?)null; }
+
+        /// <summary>A non-negative TimeSpan as nanoseconds; a negative one is refused, never clamped.</summary>
+        public static ulong Ns(TimeSpan d, string param)
+        {
+            if (d < TimeSpan.Zero) throw new ArgumentOutOfRangeException(param, d, "must not be negative");
+            return (ulong)d.Ticks * 100;
+        }
+
+        public static ulong UnixNs(DateTimeOffset t)
+        {
+            long ms = (t - DateTimeOffset.FromUnixTimeMilliseconds(0)).Ticks;
+            return ms <= 0 ? 0 : (ulong)ms * 100;
+        }
+
+        public static HeaderC[] Headers(IList<KeyValuePair<string, string>> headers, List<IntPtr> allocated)
+        {
+            if (headers == null) return new HeaderC[0];
+            var arr = new HeaderC[headers.Count];
+            for (int i = 0; i < headers.Count; i++)
+            {
+                arr[i].Name = Utf8(headers[i].Key, allocated, out arr[i].NameLen);
+                arr[i].Value = Utf8(headers[i].Value, allocated, out arr[i].ValueLen);
+            }
+            return arr;
+        }
+
+        static IntPtr Utf8(string s, List<IntPtr> allocated, out UIntPtr len)
+        {
+            byte[] b = Encoding.UTF8.GetBytes(s ?? "");
+            IntPtr p = Marshal.AllocHGlobal(Math.Max(b.Length, 1));
+            Marshal.Copy(b, 0, p, b.Length);
+            allocated.Add(p);
+            len = (UIntPtr)b.Length;
+            return p;
+        }
+
+        public static void Free(List<IntPtr> allocated)
+        {
+            foreach (var p in allocated) Marshal.FreeHGlobal(p);
+        }
+    }
+
+    /// <summary>Library information and leak checks.</summary>
+    public static class Library
+    {
+        /// <summary>The ABI this binding was written for.</summary>
+        public const uint AbiVersion = 1;
+
+        static Library()
+        {
+            uint got = Native.holdoff_abi_version();
+            if (got != AbiVersion)
+                throw new InvalidOperationException(string.Format("holdoff: library ABI {0}, binding needs {1}", got, AbiVersion));
+        }
+
+        /// <summary>Checks the linked library's ABI (throws on a mismatch).</summary>
+        public static void EnsureCompatible() { }
+
+        /// <summary>The linked library's ABI version (one call into the library each time).</summary>
+        public static uint LinkedAbiVersion { get { return Native.holdoff_abi_version(); } }
+
+        /// <summary>The linked library's version.</summary>
+        public static string Version { get { return Native.Str(Native.holdoff_version()); } }
+
+        /// <summary>C handles alive now: 0 when everything was disposed.</summary>
+        public static ulong LiveHandles { get { return Native.holdoff_debug_live_handles(); } }
+    }
+
+    /// <summary>What happened to a call, as the breaker and budget need to know it.</summary>
+    public struct Outcome : IEquatable<Outcome>
+    {
+        public OutcomeKind Kind { get; private set; }
+        /// <summary>The provider's delay of a retry-later.</summary>
+        public TimeSpan Delay { get; private set; }
+
+        Outcome(OutcomeKind kind, TimeSpan delay) : this() { Kind = kind; Delay = delay; }
+
+        public static readonly Outcome Success = new Outcome(OutcomeKind.Success, TimeSpan.Zero);
+        /// <summary>Reachable but not retryable (a 404): proves the upstream reachable.</summary>
+        public static readonly Outcome Answer = new Outcome(OutcomeKind.Answer, TimeSpan.Zero);
+        public static readonly Outcome Failure = new Outcome(OutcomeKind.Failure, TimeSpan.Zero);
+        public static readonly Outcome Timeout = new Outcome(OutcomeKind.Timeout, TimeSpan.Zero);
+        public static readonly Outcome Cancelled = new Outcome(OutcomeKind.Cancelled, TimeSpan.Zero);
+
+        /// <summary>The upstream asked to be left alone for <paramref name="delay"/>.</summary>
+        public static Outcome RetryLater(TimeSpan delay) { return new Outcome(OutcomeKind.RetryLater, delay); }
+
+        internal ulong DelayNs() { return Kind == OutcomeKind.RetryLater ? Units.Ns(Delay, "delay") : 0; }
+
+        public bool Equals(Outcome o) { return Kind == o.Kind && Delay == o.Delay; }
+        public override bool Equals(object o) { return o is Outcome && Equals((Outcome)o); }
+        public override int GetHashCode() { return Kind.GetHashCode() ^ Delay.GetHashCode(); }
+        public override string ToString() { return Names.Of(Kind); }
+
+        /// <summary>How ExecuteAsync counts an exception: an OutcomeException says its own
+        /// outcome; cancellation of <paramref name="ct"/> is a cancellation; a TimeoutException
+        /// a timeout; anything else a failure.</summary>
+        public static Outcome Of(Exception e, CancellationToken ct)
+        {
+            if (e == null) return Success;
+            var agg = e as AggregateException;
+            if (agg != null && agg.InnerExceptions.Count == 1) e = agg.InnerException;
+            var oe = e as OutcomeException;
+            if (oe != null) return oe.Outcome;
+            if (e is OperationCanceledException && ct.IsCancellationRequested) return Cancelled;
+            if (e is TimeoutException) return Timeout;
+            return Failure;
+        }
+    }
+
+    /// <summary>The time source: <see cref="SystemClock"/> in production, <see cref="ManualClock"/> in tests.</summary>
+    public abstract class Clock : IDisposable
+    {
+        internal ClockHandle Handle;
+
+        public void Dispose() { Handle.Dispose(); }
+    }
+
+    /// <summary>The process's monotonic clock.</summary>
+    public sealed class SystemClock : Clock
+    {
+        public SystemClock() { Status.Check(Native.holdoff_clock_new_system(out Handle)); }
+    }
+
+    /// <summary>A clock that moves only when told to. Times are TimeSpans since its origin.</summary>
+    public sealed class ManualClock : Clock
+    {
+        /// <param name="wallOrigin">The wall time at the origin (for Retry-After HTTP-dates).</param>
+        public ManualClock(DateTimeOffset wallOrigin)
+        {
+            Status.Check(Native.holdoff_clock_new_manual(Units.UnixNs(wallOrigin), out Handle));
+        }
+
+        public ManualClock() : this(DateTimeOffset.FromUnixTimeMilliseconds(0)) { }
+
+        /// <summary>Moves the clock to <paramref name="t"/>; earlier than now throws a
+        /// HoldoffException named clock_backwards.</summary>
+        public void Set(TimeSpan t) { Status.Check(Native.holdoff_clock_set(Handle, Units.Ns(t, "t"))); }
+
+        /// <summary>Moves the clock forward by <paramref name="d"/> (saturating).</summary>
+        public void Advance(TimeSpan d) { Status.Check(Native.holdoff_clock_advance(Handle, Units.Ns(d, "d"))); }
+
+        public TimeSpan Now
+        {
+            get
+            {
+                ulong ns;
+                Status.Check(Native.holdoff_clock_now(Handle, out ns));
+                return Units.Span(ns);
+            }
+        }
+
+        public DateTimeOffset WallNow
+        {
+            get
+            {
+                ulong ns;
+                Status.Check(Native.holdoff_clock_wall_now(Handle, out ns));
+                return DateTimeOffset.FromUnixTimeMilliseconds(0).AddTicks((long)(ns / 100));
+            }
+        }
+    }
+
+    /// <summary>A permit to make one call; record it exactly once.</summary>
+    public sealed class Permit
+    {
+        internal PermitC Raw;
+        internal Permit(PermitC raw) { Raw = raw; }
+        /// <summary>The open episode this call probes, or 0 if admitted while closed.</summary>
+        public uint Episode { get { return Raw.Episode; } }
+        public bool IsProbe { get { return Raw.Probe != 0; } }
+    }
+
+    /// <summary>A side-effect-free view of a breaker.</summary>
+    public sealed class Snapshot
+    {
+        public State State;
+        public uint Episode, Recoveries, ProbesInFlight;
+        public ulong Failures, Opens, Closes, Probes, Refusals, StaleAnswers, EventsDropped;
+        public TimeSpan? RetryAfter, Interval;
+        public bool ProbeReady;
+    }
+
+    /// <summary>One state change.</summary>
+    public sealed class StateChange
+    {
+        public TimeSpan At;
+        public State From, To;
+        public uint Episode;
+        public Reason Reason;
+        public TimeSpan? RequestedDelay, OpenFor;
+    }
+
+    /// <summary>A circuit breaker for one upstream. Thread-safe; while closed, allow and
+    /// recording a success take no lock.</summary>
+    public sealed class Breaker : IDisposable
+    {
+        internal readonly BreakerHandle Handle;
+
+        internal Breaker(BreakerHandle h) { Handle = h; }
+
+        /// <summary>A closed breaker. Throws HoldoffConfigException (an ArgumentException)
+        /// naming the invalid field.</summary>
+        public Breaker(BreakerOptions options, Clock clock = null)
+        {
+            using (var c = HoldoffConfig.Parse(ConfigJson.Of(options, null, null, null)))
+                Handle = c.NewBreaker(clock).Handle;
+        }
+
+        public void Dispose() { Handle.Dispose(); }
+
+        /// <summary>Admits the call (returns its permit) or refuses it (returns null and the
+        /// refusal). The only act of admission: never use it as a "ready?" check.</summary>
+        public bool TryAllow(out Permit permit, out BreakerOpenException refusal)
+        {
+            PermitC p;
+            RefusalC r;
+            uint st = Native.holdoff_breaker_allow(Handle, out p, out r);
+            Status.Check(st);
+            if (st == Status.Ok)
+            {
+                permit = new Permit(p);
+                refusal = null;
+                return true;
+            }
+            permit = null;
+            refusal = new BreakerOpenException(Units.Opt(r.HasRetryAfter, r.RetryAfterNs), (State)r.State, r.Episode);
+            return false;
+        }
+
+        /// <summary>Admits the call or throws <see cref="BreakerOpenException"/>.</summary>
+        public Permit Allow()
+        {
+            Permit p;
+            BreakerOpenException refusal;
+            if (!TryAllow(out p, out refusal)) throw refusal;
+            return p;
+        }
+
+        /// <summary>Records the outcome of an admitted call. Throws PermitException for a
+        /// second record or a permit of another breaker (which stays usable).</summary>
+        public Effect Record(Permit permit, Outcome outcome)
+        {
+            if (permit == null) throw new ArgumentNullException("permit");
+            uint effect;
+            Status.Check(Native.holdoff_breaker_record(Handle, ref permit.Raw, (uint)outcome.Kind, outcome.DelayNs(), out effect));
+            return (Effect)effect;
+        }
+
+        /// <summary>One call through the breaker: throws BreakerOpenException when refused,
+        /// otherwise runs <paramref name="fn"/>, records Outcome.Of its exception, and rethrows it.</summary>
+        public async Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
+        {
+            Permit p = Allow();
+            try
+            {
+                await fn(ct).ConfigureAwait(false);
+            }
+            catch (Exception e)
+            {
+                Record(p, Outcome.Of(e, ct));
+                throw;
+            }
+            Record(p, Outcome.Success);
+        }
+
+        public Snapshot Snapshot()
+        {
+            SnapshotC s;
+            Status.Check(Native.holdoff_breaker_snapshot(Handle, out s));
+            return new Snapshot
+            {
+                State = (State)s.State, Episode = s.Episode, Failures = s.Failures, Recoveries = s.Recoveries,
+                ProbesInFlight = s.ProbesInFlight, RetryAfter = Units.Opt(s.HasRetryAfter, s.RetryAfterNs),
+                ProbeReady = s.ProbeReady != 0, Interval = Units.Opt(s.HasInterval, s.IntervalNs), Opens = s.Opens,
+                Closes = s.Closes, Probes = s.Probes, Refusals = s.Refusals, StaleAnswers = s.StaleAnswers,
+                EventsDropped = s.EventsDropped,
+            };
+        }
+
+        /// <summary>The state changes since the last call, in order (poll it: the library
+        /// never calls back).</summary>
+        public List<StateChange> DrainEvents()
+        {
+            var outList = new List<StateChange>();
+            var buf = new EventC[32];
+            while (true)
+            {
+                UIntPtr n;
+                Status.Check(Native.holdoff_breaker_drain_events(Handle, buf, (UIntPtr)buf.Length, out n));
+                for (int i = 0; i < (int)n; i++)
+                {
+                    var e = buf[i];
+                    outList.Add(new StateChange
+                    {
+                        At = Units.Span(e.AtNs), From = (State)e.From, To = (State)e.To, Episode = e.Episode,
+                        Reason = (Reason)e.Reason, RequestedDelay = Units.Opt(e.HasRequestedDelay, e.RequestedDelayNs),
+                        OpenFor = Units.Opt(e.HasOpenFor, e.OpenForNs),
+                    });
+                }
+                if ((int)n < buf.Length) return outList;
+            }
+        }
+
+        public void ForceOpen() { Status.Check(Native.holdoff_breaker_force_open(Handle)); }
+        public void Disable() { Status.Check(Native.holdoff_breaker_disable(Handle)); }
+        public void Reset() { Status.Check(Native.holdoff_breaker_reset(Handle)); }
+    }
+
+    /// <summary>One breaker per upstream key, created on first use from one template.</summary>
+    public sealed class BreakerGroup : IDisposable
+    {
+        internal readonly GroupHandle Handle;
+        readonly Dictionary<string, Breaker> breakers = new Dictionary<string, Breaker>();
+
+        internal BreakerGroup(GroupHandle h) { Handle = h; }
+
+        public BreakerGroup(BreakerOptions template, Clock clock = null)
+        {
+            using (var c = HoldoffConfig.Parse(ConfigJson.Of(template, null, null, null)))
+                Handle = c.NewBreakerGroup(clock).Handle;
+        }
+
+        /// <summary>The breaker for <paramref name="key"/> (owned by the group: do not dispose it).</summary>
+        public Breaker this[string key]
+        {
+            get
+            {
+                lock (breakers)
+                {
+                    Breaker b;
+                    if (breakers.TryGetValue(key, out b)) return b;
+                    byte[] k = Encoding.UTF8.GetBytes(key);
+                    BreakerHandle h;
+                    Status.Check(Native.holdoff_group_get(Handle, k, (UIntPtr)k.Length, out h));
+                    b = new Breaker(h);
+                    breakers[key] = b;
+                    return b;
+                }
+            }
+        }
+
+        public int Count
+        {
+            get
+            {
+                UIntPtr n;
+                Status.Check(Native.holdoff_group_len(Handle, out n));
+                return (int)n;
+            }
+        }
+
+        /// <summary>Releases the group and every breaker it handed out.</summary>
+        public void Dispose()
+        {
+            lock (breakers)
+            {
+                foreach (var b in breakers.Values) b.Dispose();
+                breakers.Clear();
+            }
+            Handle.Dispose();
+        }
+    }
+
+    /// <summary>A retry decision.</summary>
+    public sealed class Decision
+    {
+        public DecisionKind Kind;
+        /// <summary>The wait before the next attempt (Retry).</summary>
+        public TimeSpan Delay;
+        public WaitSource Source;
+        /// <summary>The server's own Retry-After before the cap.</summary>
+        public TimeSpan? ServerDelay;
+        /// <summary>Whether the cap shortened the server's value (never silent).</summary>
+        public bool Capped;
+        public GiveUpReason Reason;
+
+        internal static Decision Of(DecisionC d)
+        {
+            return new Decision
+            {
+                Kind = (DecisionKind)d.Kind, Delay = Units.Span(d.DelayNs), Source = (WaitSource)d.Source,
+                ServerDelay = Units.Opt(d.HasServerDelay, d.ServerDelayNs), Capped = d.Capped != 0,
+                Reason = (GiveUpReason)d.Reason,
+            };
+        }
+    }
+
+    /// <summary>The per-call part of retrying: one per logical call.</summary>
+    public sealed class RetryState : IDisposable
+    {
+        internal readonly RetryStateHandle Handle;
+        public RetryState() { Status.Check(Native.holdoff_retry_state_new(out Handle)); }
+        public int Retries
+        {
+            get
+            {
+                uint n;
+                Status.Check(Native.holdoff_retry_state_retries(Handle, out n));
+                return (int)n;
+            }
+        }
+        public void Dispose() { Handle.Dispose(); }
+    }
+
+    /// <summary>The retry budget of one upstream (rate-limit episodes, Retry-After cap, counted
+    /// backoff).</summary>
+    public sealed class RetryBudget : IDisposable
+    {
+        internal readonly BudgetHandle Handle;
+
+        internal RetryBudget(BudgetHandle h) { Handle = h; }
+
+        public RetryBudget(BudgetOptions options, Clock clock = null)
+        {
+            using (var c = HoldoffConfig.Parse(ConfigJson.Of(null, options, null, null)))
+                Handle = c.NewRetryBudget(clock).Handle;
+        }
+
+        public Decision Decide(RetryState call, Outcome outcome)
+        {
+            DecisionC d;
+            Status.Check(Native.holdoff_budget_decide(Handle, call.Handle, (uint)outcome.Kind, outcome.DelayNs(), out d));
+            return Decision.Of(d);
+        }
+
+        /// <summary>When the current rate-limit episode started, or null.</summary>
+        public TimeSpan? EpisodeStart
+        {
+            get
+            {
+                EpisodeC e;
+                Status.Check(Native.holdoff_budget_episode(Handle, out e));
+                return Units.Opt(e.Active, e.StartNs);
+            }
+        }
+
+        public void Dispose() { Handle.Dispose(); }
+    }
+
+    /// <summary>The result of <see cref="RetryQuota.Acquire"/>.</summary>
+    public sealed class QuotaLease
+    {
+        internal QuotaLeaseC Raw;
+        internal QuotaLease(QuotaLeaseC raw) { Raw = raw; }
+        public bool Acquired { get { return Raw.Acquired != 0; } }
+        public ulong Cost { get { return Raw.Cost; } }
+        public ulong Available { get { return Raw.Available; } }
+    }
+
+    /// <summary>A token bucket shared by every caller of an upstream.</summary>
+    public sealed class RetryQuota : IDisposable
+    {
+        internal readonly QuotaHandle Handle;
+
+        internal RetryQuota(QuotaHandle h) { Handle = h; }
+
+        public RetryQuota(QuotaOptions options)
+        {
+            using (var c = HoldoffConfig.Parse(ConfigJson.Of(null, null, options, null)))
+                Handle = c.NewRetryQuota().Handle;
+        }
+
+        public QuotaLease Acquire(bool afterTimeout)
+        {
+            QuotaLeaseC l;
+            Status.Check(Native.holdoff_quota_acquire(Handle, (byte)(afterTimeout ? 1 : 0), out l));
+            return new QuotaLease(l);
+        }
+
+        /// <summary>Refunds <paramref name="lease"/> (or adds the refill when null).</summary>
+        public void OnSuccess(QuotaLease lease)
+        {
+            if (lease == null) Status.Check(Native.holdoff_quota_on_success_no_lease(Handle, IntPtr.Zero));
+            else Status.Check(Native.holdoff_quota_on_success(Handle, ref lease.Raw));
+        }
+
+        public ulong Available
+        {
+            get
+            {
+                ulong n;
+                Status.Check(Native.holdoff_quota_available(Handle, out n));
+                return n;
+            }
+        }
+
+        public void Dispose() { Handle.Dispose(); }
+    }
+
+    /// <summary>A parsed delay hint.</summary>
+    public sealed class Hint
+    {
+        public TimeSpan Delay;
+        public Unusable Unusable;
+        public HintSource Source;
+        internal static Hint Of(RetryAfterC r)
+        {
+            return new Hint { Delay = Units.Span(r.DelayNs), Unusable = (Unusable)r.Unusable, Source = (HintSource)r.Source };
+        }
+    }
+
+    /// <summary>A classified HTTP response.</summary>
+    public sealed class Classification
+    {
+        public Outcome Outcome;
+        public Hint Hint;
+        internal static Classification Of(ClassificationC c)
+        {
+            var kind = (OutcomeKind)c.Outcome;
+            return new Classification
+            {
+                Outcome = kind == OutcomeKind.RetryLater ? Outcome.RetryLater(Units.Span(c.RetryLaterNs)) : Simple(kind),
+                Hint = Hint.Of(c.Hint),
+            };
+        }
+
+        static Outcome Simple(OutcomeKind k)
+        {
+            switch (k)
+            {
+                case OutcomeKind.Success: return Outcome.Success;
+                case OutcomeKind.Answer: return Outcome.Answer;
+                case OutcomeKind.Timeout: return Outcome.Timeout;
+                case OutcomeKind.Cancelled: return Outcome.Cancelled;
+                default: return Outcome.Failure;
+            }
+        }
+    }
+
+    /// <summary>Retry-After (RFC 9110 §10.2.3) and rate-limit headers.</summary>
+    public static class RetryAfterHeader
+    {
+        /// <summary>Parses one Retry-After value against the wall time <paramref name="now"/>.
+        /// Garbage is unusable, never an exception.</summary>
+        public static Hint Parse(string value, DateTimeOffset now)
+        {
+            byte[] b = Encoding.UTF8.GetBytes(value ?? "");
+            RetryAfterC r;
+            Status.Check(Native.holdoff_parse_retry_after(b, (UIntPtr)b.Length, Units.UnixNs(now), out r));
+            return Hint.Of(r);
+        }
+
+        /// <summary>The delay hint of a response's headers.</summary>
+        public static Hint FromHeaders(IList<KeyValuePair<string, string>> headers, DateTimeOffset now)
+        {
+            var allocated = new List<IntPtr>();
+            try
+            {
+                var hs = Units.Headers(headers, allocated);
+                RetryAfterC r;
+                Status.Check(Native.holdoff_hint_from_headers(hs, (UIntPtr)hs.Length, Units.UnixNs(now), out r));
+                return Hint.Of(r);
+            }
+            finally
+            {
+                Units.Free(allocated);
+            }
+        }
+    }
+
+    /// <summary>Turns an HTTP response into an outcome.</summary>
+    public sealed class Classifier : IDisposable
+    {
+        internal readonly ClassifierHandle Handle;
+
+        internal Classifier(ClassifierHandle h) { Handle = h; }
+
+        public Classifier(ClassifierOptions options)
+        {
+            using (var c = HoldoffConfig.Parse(ConfigJson.Of(null, null, null, options)))
+                Handle = c.NewClassifier().Handle;
+        }
+
+        /// <summary>Throws HoldoffException (invalid_input) for a status outside 100..599.</summary>
+        public Classification Classify(int status, IList<KeyValuePair<string, string>> headers, DateTimeOffset now)
+        {
+            var allocated = new List<IntPtr>();
+            try
+            {
+                var hs = Units.Headers(headers, allocated);
+                ClassificationC c;
+                Status.Check(Native.holdoff_classifier_classify(Handle, status < 0 ? uint.MaxValue : (uint)status, hs,
+                    (UIntPtr)hs.Length, Units.UnixNs(now), out c));
+                return Classification.Of(c);
+            }
+            finally
+            {
+                Units.Free(allocated);
+            }
+        }
+
+        public void Dispose() { Handle.Dispose(); }
+    }
+
+    /// <summary>What to do before an attempt.</summary>
+    public sealed class Before
+    {
+        public BeforeAction Action;
+        /// <summary>The wait for the breaker (Wait).</summary>
+        public TimeSpan Delay;
+        public GiveUpReason Reason;
+        /// <summary>The breaker's time until its next probe (GiveUp; null while forced open).</summary>
+        public TimeSpan? RetryAfter;
+        /// <summary>The permit of the attempt (Go).</summary>
+        public Permit Permit;
+    }
+
+    /// <summary>The state of one logical call under a policy.</summary>
+    public sealed class PolicyCall : IDisposable
+    {
+        internal readonly PolicyCallHandle Handle;
+        public PolicyCall() { Status.Check(Native.holdoff_policy_call_new(out Handle)); }
+        public int Attempts
+        {
+            get
+            {
+                uint n;
+                Status.Check(Native.holdoff_policy_call_attempts(Handle, out n));
+                return (int)n;
+            }
+        }
+        public void Dispose() { Handle.Dispose(); }
+    }
+
+    /// <summary>One upstream's breaker, retry budget, optional quota and classifier.</summary>
+    public sealed class Policy : IDisposable
+    {
+        internal readonly PolicyHandle Handle;
+        readonly List<IDisposable> owned = new List<IDisposable>();
+
+        /// <summary>The policy's breaker (snapshots, events).</summary>
+        public Breaker Breaker { get; private set; }
+
+        /// <summary>How ExecuteAsync waits; tests replace it to move a ManualClock.</summary>
+        public Func<TimeSpan, CancellationToken, Task> Sleeper { get; set; }
+
+        Policy(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
+        {
+            Breaker = breaker;
+            Sleeper = (d, ct) => Task.Delay(d, ct);
+            Status.Check(Native.holdoff_policy_new(breaker.Handle, budget.Handle,
+                quota != null ? quota.Handle : new QuotaHandle(),
+                classifier != null ? classifier.Handle : new ClassifierHandle(), out Handle));
+        }
+
+        /// <summary>Composes existing parts (quota and classifier may be null); the breaker and
+        /// the budget must read the same clock (HoldoffConfigException, field policy.clock).</summary>
+        public static Policy Compose(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
+        {
+            return new Policy(breaker, budget, quota, classifier);
+        }
+
+        /// <summary>Builds a policy and its parts with one clock; disposing it disposes them.</summary>
+        public Policy(PolicyOptions options, Clock clock = null)
+        {
+            Sleeper = (d, ct) => Task.Delay(d, ct);
+            Clock own = null;
+            if (clock == null) clock = own = new SystemClock();
+            try
+            {
+                using (var c = HoldoffConfig.Parse(ConfigJson.Of(options.Breaker, options.Budget, options.Quota, options.Classifier)))
+                {
+                    Breaker = c.NewBreaker(clock);
+                    owned.Add(Breaker);
+                    var budget = c.NewRetryBudget(clock);
+                    owned.Add(budget);
+                    RetryQuota quota = null;
+                    if (options.Quota != null)
+                    {
+                        quota = c.NewRetryQuota();
+                        owned.Add(quota);
+                    }
+                    var classifier = c.NewClassifier();
+                    owned.Add(classifier);
+                    Status.Check(Native.holdoff_policy_new(Breaker.Handle, budget.Handle,
+                        quota != null ? quota.Handle : new QuotaHandle(), classifier.Handle, out Handle));
+                }
+            }
+            catch
+            {
+                foreach (var o in owned) o.Dispose();
+                throw;
+            }
+            finally
+            {
+                if (own != null) own.Dispose();
+            }
+        }
+
+        public void Dispose()
+        {
+            Handle.Dispose();
+            foreach (var o in owned) o.Dispose();
+            owned.Clear();
+        }
+
+        /// <summary>Go (with a permit), wait for the breaker, or give up. A first attempt does
+        /// not wait for an open breaker.</summary>
+        public Before Before(PolicyCall call)
+        {
+            BeforeC b;
+            PermitC p;
+            Status.Check(Native.holdoff_policy_before(Handle, call.Handle, out b, out p));
+            return new Before
+            {
+                Action = (BeforeAction)b.Action, Delay = Units.Span(b.DelayNs), Reason = (GiveUpReason)b.Reason,
+                RetryAfter = Units.Opt(b.HasRetryAfter, b.RetryAfterNs),
+                Permit = b.Action == (uint)BeforeAction.Go ? new Permit(p) : null,
+            };
+        }
+
+        /// <summary>Records the attempt's outcome and decides.</summary>
+        public Decision After(PolicyCall call, Permit permit, Outcome outcome)
+        {
+            DecisionC d;
+            Status.Check(Native.holdoff_policy_after(Handle, call.Handle, ref permit.Raw, (uint)outcome.Kind, outcome.DelayNs(), out d));
+            return Decision.Of(d);
+        }
+
+        /// <summary>After for an HTTP response, classified at the decision's clock reading.</summary>
+        public Decision AfterResponse(PolicyCall call, Permit permit, int status,
+            IList<KeyValuePair<string, string>> headers, out Classification classification)
+        {
+            var allocated = new List<IntPtr>();
+            try
+            {
+                var hs = Units.Headers(headers, allocated);
+                DecisionC d;
+                ClassificationC c;
+                Status.Check(Native.holdoff_policy_after_response(Handle, call.Handle, ref permit.Raw,
+                    status < 0 ? uint.MaxValue : (uint)status, hs, (UIntPtr)hs.Length, out d, out c));
+                classification = Classification.Of(c);
+                return Decision.Of(d);
+            }
+            finally
+            {
+                Units.Free(allocated);
+            }
+        }
+
+        /// <summary>Runs <paramref name="fn"/> until it succeeds or the policy gives up: waits
+        /// for an open breaker when the budget allows, retries retryable outcomes after the
+        /// policy's delay, and sleeps with <see cref="Sleeper"/> (Task.Delay), which
+        /// <paramref name="ct"/> cancels. Throws GiveUpException wrapping the last exception.</summary>
+        public async Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
+        {
+            using (var call = new PolicyCall())
+            {
+                Exception last = null;
+                while (true)
+                {
+                    var b = Before(call);
+                    if (b.Action == BeforeAction.Wait)
+                    {
+                        await Sleep(b.Delay, ct, call, last).ConfigureAwait(false);
+                        continue;
+                    }
+                    if (b.Action == BeforeAction.GiveUp)
+                    {
+                        Exception inner = last;
+                        if (inner == null)
+                        {
+                            var s = Breaker.Snapshot();
+                            inner = new BreakerOpenException(b.RetryAfter, s.State, s.Episode);
+                        }
+                        throw new GiveUpException(b.Reason, call.Attempts, inner);
+                    }
+                    Exception error = null;
+                    try
+                    {
+                        await fn(ct).ConfigureAwait(false);
+                    }
+                    catch (Exception e)
+                    {
+                        error = e;
+                    }
+                    var d = After(call, b.Permit, Outcome.Of(error, ct));
+                    if (d.Kind == DecisionKind.Done) return;
+                    if (d.Kind == DecisionKind.GiveUp) throw new GiveUpException(d.Reason, call.Attempts, error);
+                    last = error;
+                    await Sleep(d.Delay, ct, call, last).ConfigureAwait(false);
+                }
+            }
+        }
+
+        async Task Sleep(TimeSpan d, CancellationToken ct, PolicyCall call, Exception last)
+        {
+            try
+            {
+                await Sleeper(d, ct).ConfigureAwait(false);
+            }
+            catch (OperationCanceledException e)
+            {
+                throw new GiveUpException(GiveUpReason.Cancelled, call.Attempts, last ?? e);
+            }
+        }
+    }
+}

@@ -1,0 +1,631 @@
+// The C# conformance runner: every case of conformance/cases through the Holdoff API,
+// following conformance/README.md (mirrors core/tests/conformance.rs). Prints one line per case
+// and ends with `N passed, N failed, N skipped`. HOLDOFF_CASES=substring filters case ids.
+using System;
+using System.Collections.Generic;
+using System.Globalization;
+using System.IO;
+using System.Linq;
+
+namespace Holdoff.Tests
+{
+    sealed class CaseFailure : Exception
+    {
+        public CaseFailure(string message) : base(message) { }
+    }
+
+    sealed class NamedPermit
+    {
+        public Permit Permit;
+        public string Key;
+    }
+
+    sealed class Ctx : IDisposable
+    {
+        public ManualClock Clock;
+        public HoldoffConfig Config;
+        public Breaker Breaker;
+        public BreakerGroup Group;
+        public RetryBudget Budget;
+        public RetryQuota Quota;
+        public Classifier Classifier;
+        public Policy Policy;
+        public readonly Dictionary<string, NamedPermit> Permits = new Dictionary<string, NamedPermit>();
+        public readonly Dictionary<string, RetryState> States = new Dictionary<string, RetryState>();
+        public readonly Dictionary<string, PolicyCall> Calls = new Dictionary<string, PolicyCall>();
+        public readonly Dictionary<string, QuotaLease> Leases = new Dictionary<string, QuotaLease>();
+
+        public void Dispose()
+        {
+            foreach (var s in States.Values) s.Dispose();
+            foreach (var c in Calls.Values) c.Dispose();
+            foreach (IDisposable d in new IDisposable[] { Policy, Classifier, Quota, Budget, Group, Breaker, Config, Clock })
+                if (d != null) d.Dispose();
+        }
+    }
+
+    static class Conformance
+    {
+        const int SuiteVersion = 1;
+
+        static object Ms(TimeSpan d)
+        {
+            long ticks = d.Ticks;
+            if (ticks % TimeSpan.TicksPerMillisecond == 0) return (double)(ticks / TimeSpan.TicksPerMillisecond);
+            return ticks / 10000.0;
+        }
+
+        static object OptMs(TimeSpan? d) { return d.HasValue ? Ms(d.Value) : null; }
+
+        static double? AsNumber(object o)
+        {
+            if (o is double) return (double)o;
+            if (o is int) return (int)o;
+            if (o is uint) return (uint)o;
+            if (o is long) return (long)o;
+            if (o is ulong) return (ulong)o;
+            return null;
+        }
+
+        static bool Same(JsonNode want, object got)
+        {
+            switch (want.Kind)
+            {
+                case JsonKind.Null: return got == null;
+                case JsonKind.Bool: return got is bool && (bool)got == want.Bool;
+                case JsonKind.String: return got is string && (string)got == want.String;
+                case JsonKind.Number:
+                    var n = AsNumber(got);
+                    return n.HasValue && n.Value == want.Number;
+            }
+            return false;
+        }
+
+        static string Show(object o)
+        {
+            if (o == null) return "null";
+            if (o is bool) return (bool)o ? "true" : "false";
+            if (o is string) return "\"" + o + "\"";
+            var n = AsNumber(o);
+            return n.HasValue ? n.Value.ToString("R", CultureInfo.InvariantCulture) : o.ToString();
+        }
+
+        static string ShowAll(Dictionary<string, object> a)
+        {
+            return "{" + string.Join(",", a.Select(kv => "\"" + kv.Key + "\":" + Show(kv.Value))) + "}";
+        }
+
+        static void Check(JsonNode expect, Dictionary<string, object> actual, params string[] known)
+        {
+            if (expect == null) return;
+            if (expect.Kind != JsonKind.Object) throw new CaseFailure("expect must be an object");
+            foreach (var f in expect.Fields)
+            {
+                if (Array.IndexOf(known, f.Key) < 0) throw new CaseFailure("unknown expect key \"" + f.Key + "\"");
+                object got;
+                actual.TryGetValue(f.Key, out got);
+                if (!Same(f.Value, got))
+                    throw new CaseFailure(string.Format("{0}: expected {1}, got {2}  (all: {3})", f.Key, f.Value.Raw, Show(got), ShowAll(actual)));
+            }
+        }
+
+        static Outcome OutcomeOf(JsonNode v)
+        {
+            if (v == null) throw new CaseFailure("the step needs an outcome");
+            if (v.Kind == JsonKind.String)
+            {
+                switch (v.String)
+                {
+                    case "success": return Outcome.Success;
+                    case "answer": return Outcome.Answer;
+                    case "failure": return Outcome.Failure;
+                    case "timeout": return Outcome.Timeout;
+                    case "cancelled": return Outcome.Cancelled;
+                }
+                throw new CaseFailure("unknown outcome \"" + v.String + "\"");
+            }
+            var ms = v.U64("retry_later_ms");
+            if (ms.HasValue) return Outcome.RetryLater(TimeSpan.FromTicks((long)ms.Value * TimeSpan.TicksPerMillisecond));
+            throw new CaseFailure("bad outcome " + v.Raw);
+        }
+
+        static string ErrName(Exception e)
+        {
+            var he = e as HoldoffException;
+            if (he != null) return he.Name;
+            var ce = e as HoldoffConfigException;
+            if (ce != null) return ce.Name;
+            return "unknown: " + e.Message;
+        }
+
+        static Dictionary<string, object> DecisionObj(Decision d)
+        {
+            var a = new Dictionary<string, object> { { "decision", Names.Of(d.Kind) } };
+            if (d.Kind == DecisionKind.Retry)
+            {
+                a["delay_ms"] = Ms(d.Delay);
+                a["source"] = Names.Of(d.Source);
+                a["server_delay_ms"] = OptMs(d.ServerDelay);
+                a["capped"] = d.Capped;
+            }
+            else if (d.Kind == DecisionKind.GiveUp)
+            {
+                a["reason"] = Names.Of(d.Reason);
+                a["server_delay_ms"] = OptMs(d.ServerDelay);
+            }
+            return a;
+        }
+
+        static List<KeyValuePair<string, string>> Headers(JsonNode step)
+        {
+            var list = step.Get("headers");
+            var hs = new List<KeyValuePair<string, string>>();
+            if (list == null) return hs;
+            if (list.Kind != JsonKind.Array) throw new CaseFailure("headers must be an array");
+            foreach (var p in list.Items)
+            {
+                if (p.Kind != JsonKind.Array || p.Items.Count != 2 || p.Items[0].Kind != JsonKind.String || p.Items[1].Kind != JsonKind.String)
+                    throw new CaseFailure("bad header " + p.Raw);
+                hs.Add(new KeyValuePair<string, string>(p.Items[0].String, p.Items[1].String));
+            }
+            return hs;
+        }
+
+        static Ctx Build(JsonNode cs)
+        {
+            var c = new Ctx();
+            try
+            {
+                var config = cs.Get("config");
+                c.Config = HoldoffConfig.Parse(config != null ? config.Raw : "{}");
+                var clock = cs.Get("clock");
+                ulong origin = clock != null ? (clock.U64("wall_origin_unix_ms") ?? 0) : 0;
+                c.Clock = new ManualClock(DateTimeOffset.FromUnixTimeMilliseconds((long)origin));
+                var parts = c.Config.Parts;
+                if ((parts & ConfigParts.Breaker) != 0)
+                {
+                    if (cs.True("group")) c.Group = c.Config.NewBreakerGroup(c.Clock);
+                    else c.Breaker = c.Config.NewBreaker(c.Clock);
+                }
+                if ((parts & ConfigParts.Budget) != 0) c.Budget = c.Config.NewRetryBudget(c.Clock);
+                if ((parts & ConfigParts.Quota) != 0) c.Quota = c.Config.NewRetryQuota();
+                c.Classifier = c.Config.NewClassifier();
+                if (cs.True("policy")) c.Policy = Policy.Compose(c.Breaker, c.Budget, c.Quota, c.Classifier);
+                return c;
+            }
+            catch
+            {
+                c.Dispose();
+                throw;
+            }
+        }
+
+        static Breaker BreakerFor(Ctx c, string key)
+        {
+            if (key != null)
+            {
+                if (c.Group == null) throw new CaseFailure("step names a key but the case has no group");
+                return c.Group[key];
+            }
+            if (c.Breaker == null) throw new CaseFailure("the case has no breaker");
+            return c.Breaker;
+        }
+
+        static bool Allow(Ctx c, JsonNode step, Dictionary<string, object> a)
+        {
+            string key = step.Str("key", null);
+            Permit p;
+            BreakerOpenException refusal;
+            if (BreakerFor(c, key).TryAllow(out p, out refusal))
+            {
+                a["admitted"] = true;
+                a["episode"] = p.Episode;
+                a["probe"] = p.IsProbe;
+                c.Permits[step.Str("as", "_last")] = new NamedPermit { Permit = p, Key = key };
+                return true;
+            }
+            a["admitted"] = false;
+            a["retry_after_ms"] = OptMs(refusal.RetryAfter);
+            a["state"] = Names.Of(refusal.State);
+            return false;
+        }
+
+        static void Record(Ctx c, string name, Outcome o, JsonNode step, Dictionary<string, object> a)
+        {
+            NamedPermit np;
+            if (!c.Permits.TryGetValue(name, out np)) throw new CaseFailure("no permit named \"" + name + "\"");
+            var b = BreakerFor(c, np.Key ?? step.Str("key", null));
+            try
+            {
+                a["effect"] = Names.Of(b.Record(np.Permit, o));
+            }
+            catch (HoldoffException e)
+            {
+                a["error"] = e.Name;
+            }
+        }
+
+        static void Hint(Hint h, Dictionary<string, object> a)
+        {
+            if (h.Unusable == Unusable.Usable) a["delay_ms"] = Ms(h.Delay);
+            else a["unusable"] = Names.Of(h.Unusable);
+        }
+
+        static PolicyCall CallOf(Ctx c, string name)
+        {
+            PolicyCall call;
+            if (!c.Calls.TryGetValue(name, out call)) c.Calls[name] = call = new PolicyCall();
+            return call;
+        }
+
+        static void Step(Ctx c, JsonNode step)
+        {
+            string op = step.Str("op", null);
+            var expect = step.Get("expect");
+            string callName = step.Str("call", "default");
+            var a = new Dictionary<string, object>();
+            switch (op)
+            {
+                case "allow":
+                    Allow(c, step, a);
+                    Check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state");
+                    return;
+                case "record":
+                {
+                    string name = step.Str("permit", null);
+                    if (name == null) throw new CaseFailure("record needs permit");
+                    Record(c, name, OutcomeOf(step.Get("outcome")), step, a);
+                    Check(expect, a, "effect", "error");
+                    return;
+                }
+                case "call":
+                {
+                    var o = OutcomeOf(step.Get("outcome"));
+                    if (Allow(c, step, a)) Record(c, step.Str("as", "_last"), o, step, a);
+                    Check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state", "effect");
+                    return;
+                }
+                case "record_foreign":
+                {
+                    NamedPermit np;
+                    string name = step.Str("permit", "");
+                    if (!c.Permits.TryGetValue(name, out np)) throw new CaseFailure("no permit named \"" + name + "\"");
+                    using (var other = c.Config.NewBreaker(c.Clock))
+                    {
+                        try
+                        {
+                            other.Record(np.Permit, Outcome.Success);
+                            a["effect"] = "counted";
+                        }
+                        catch (HoldoffException e)
+                        {
+                            a["error"] = e.Name;
+                        }
+                    }
+                    Check(expect, a, "error", "effect");
+                    return;
+                }
+                case "snapshot":
+                {
+                    var s = BreakerFor(c, step.Str("key", null)).Snapshot();
+                    a["state"] = Names.Of(s.State);
+                    a["episode"] = s.Episode;
+                    a["failures"] = s.Failures;
+                    a["recoveries"] = s.Recoveries;
+                    a["probes_in_flight"] = s.ProbesInFlight;
+                    a["retry_after_ms"] = OptMs(s.RetryAfter);
+                    a["probe_ready"] = s.ProbeReady;
+                    a["interval_ms"] = OptMs(s.Interval);
+                    a["opens"] = s.Opens;
+                    a["closes"] = s.Closes;
+                    a["probes"] = s.Probes;
+                    a["refusals"] = s.Refusals;
+                    a["stale_answers"] = s.StaleAnswers;
+                    Check(expect, a, "state", "episode", "failures", "recoveries", "probes_in_flight", "retry_after_ms",
+                        "probe_ready", "interval_ms", "opens", "closes", "probes", "refusals", "stale_answers");
+                    return;
+                }
+                case "events":
+                {
+                    var got = BreakerFor(c, step.Str("key", null)).DrainEvents().Select(e => new Dictionary<string, object>
+                    {
+                        { "at", (double)(e.At.Ticks / TimeSpan.TicksPerMillisecond) }, { "from", Names.Of(e.From) },
+                        { "to", Names.Of(e.To) }, { "episode", e.Episode }, { "reason", Names.Of(e.Reason) },
+                        { "requested_delay_ms", OptMs(e.RequestedDelay) }, { "open_for_ms", OptMs(e.OpenFor) },
+                    }).ToList();
+                    if (expect == null || expect.Kind != JsonKind.Array) throw new CaseFailure("events expects an array");
+                    if (expect.Items.Count != got.Count)
+                        throw new CaseFailure(string.Format("expected {0} events, got {1}: [{2}]", expect.Items.Count, got.Count,
+                            string.Join(",", got.Select(ShowAll))));
+                    for (int i = 0; i < got.Count; i++)
+                    {
+                        try
+                        {
+                            Check(expect.Items[i], got[i], "at", "from", "to", "episode", "reason", "requested_delay_ms", "open_for_ms");
+                        }
+                        catch (CaseFailure f)
+                        {
+                            throw new CaseFailure("event " + i + ": " + f.Message);
+                        }
+                    }
+                    return;
+                }
+                case "force_open":
+                    BreakerFor(c, step.Str("key", null)).ForceOpen();
+                    Check(expect, a);
+                    return;
+                case "disable":
+                    BreakerFor(c, step.Str("key", null)).Disable();
+                    Check(expect, a);
+                    return;
+                case "reset":
+                    BreakerFor(c, step.Str("key", null)).Reset();
+                    Check(expect, a);
+                    return;
+                case "clock_set":
+                {
+                    var to = step.U64("to_ms");
+                    if (!to.HasValue) throw new CaseFailure("clock_set needs to_ms");
+                    try
+                    {
+                        c.Clock.Set(TimeSpan.FromTicks((long)to.Value * TimeSpan.TicksPerMillisecond));
+                    }
+                    catch (HoldoffException e)
+                    {
+                        a["error"] = e.Name;
+                    }
+                    Check(expect, a, "error");
+                    return;
+                }
+                case "clock_advance":
+                {
+                    var by = step.U64("by_ms");
+                    if (!by.HasValue) throw new CaseFailure("clock_advance needs by_ms");
+                    c.Clock.Advance(TimeSpan.FromTicks((long)by.Value * TimeSpan.TicksPerMillisecond));
+                    Check(expect, a);
+                    return;
+                }
+                case "decide":
+                {
+                    var o = OutcomeOf(step.Get("outcome"));
+                    if (c.Budget == null) throw new CaseFailure("the case has no budget");
+                    RetryState s;
+                    if (!c.States.TryGetValue(callName, out s)) c.States[callName] = s = new RetryState();
+                    Check(expect, DecisionObj(c.Budget.Decide(s, o)), "decision", "delay_ms", "source", "server_delay_ms", "capped", "reason");
+                    return;
+                }
+                case "budget_state":
+                {
+                    if (c.Budget == null) throw new CaseFailure("the case has no budget");
+                    var start = c.Budget.EpisodeStart;
+                    a["episode_active"] = start.HasValue;
+                    a["episode_start_ms"] = start.HasValue ? (object)(double)(start.Value.Ticks / TimeSpan.TicksPerMillisecond) : null;
+                    RetryState s;
+                    a["retries"] = c.States.TryGetValue(callName, out s) ? s.Retries : 0;
+                    Check(expect, a, "episode_active", "episode_start_ms", "retries");
+                    return;
+                }
+                case "parse_retry_after":
+                {
+                    string v = step.Str("value", null);
+                    if (v == null) throw new CaseFailure("parse_retry_after needs value");
+                    Hint(RetryAfterHeader.Parse(v, c.Clock.WallNow), a);
+                    Check(expect, a, "delay_ms", "unusable");
+                    return;
+                }
+                case "hint":
+                {
+                    var h = RetryAfterHeader.FromHeaders(Headers(step), c.Clock.WallNow);
+                    Hint(h, a);
+                    a["source"] = Names.Of(h.Source);
+                    Check(expect, a, "delay_ms", "unusable", "source");
+                    return;
+                }
+                case "classify":
+                {
+                    var status = step.U64("status");
+                    if (!status.HasValue) throw new CaseFailure("classify needs status");
+                    try
+                    {
+                        var cl = c.Classifier.Classify((int)Math.Min(status.Value, int.MaxValue), Headers(step), c.Clock.WallNow);
+                        a["outcome"] = Names.Of(cl.Outcome.Kind);
+                        a["retry_later_ms"] = cl.Outcome.Kind == OutcomeKind.RetryLater ? Ms(cl.Outcome.Delay) : null;
+                    }
+                    catch (HoldoffException e)
+                    {
+                        a["error"] = e.Name;
+                    }
+                    Check(expect, a, "outcome", "retry_later_ms", "error");
+                    return;
+                }
+                case "quota_acquire":
+                {
+                    if (c.Quota == null) throw new CaseFailure("the case has no quota");
+                    var l = c.Quota.Acquire(step.True("timeout"));
+                    a["acquired"] = l.Acquired;
+                    a["cost"] = l.Cost;
+                    string name = step.Str("as", null);
+                    if (name != null && l.Acquired) c.Leases[name] = l;
+                    a["available"] = c.Quota.Available;
+                    Check(expect, a, "acquired", "cost", "available");
+                    return;
+                }
+                case "quota_success":
+                {
+                    if (c.Quota == null) throw new CaseFailure("the case has no quota");
+                    QuotaLease lease = null;
+                    string name = step.Str("lease", null);
+                    if (name != null)
+                    {
+                        if (!c.Leases.TryGetValue(name, out lease)) throw new CaseFailure("no lease named \"" + name + "\"");
+                        c.Leases.Remove(name);
+                    }
+                    c.Quota.OnSuccess(lease);
+                    a["available"] = c.Quota.Available;
+                    Check(expect, a, "available");
+                    return;
+                }
+                case "before":
+                {
+                    if (c.Policy == null) throw new CaseFailure("the case has no policy");
+                    var b = c.Policy.Before(CallOf(c, callName));
+                    a["action"] = Names.Of(b.Action);
+                    if (b.Action == BeforeAction.Go)
+                    {
+                        a["episode"] = b.Permit.Episode;
+                        a["probe"] = b.Permit.IsProbe;
+                        c.Permits[step.Str("as", "_last")] = new NamedPermit { Permit = b.Permit };
+                    }
+                    else if (b.Action == BeforeAction.Wait)
+                    {
+                        a["delay_ms"] = Ms(b.Delay);
+                    }
+                    else
+                    {
+                        a["reason"] = Names.Of(b.Reason);
+                        a["retry_after_ms"] = OptMs(b.RetryAfter);
+                    }
+                    Check(expect, a, "action", "episode", "probe", "delay_ms", "reason", "retry_after_ms");
+                    return;
+                }
+                case "after":
+                {
+                    if (c.Policy == null) throw new CaseFailure("the case has no policy");
+                    string name = step.Str("permit", "_last");
+                    NamedPermit np;
+                    if (!c.Permits.TryGetValue(name, out np)) throw new CaseFailure("no permit named \"" + name + "\"");
+                    var call = CallOf(c, callName);
+                    var status = step.U64("status");
+                    try
+                    {
+                        if (status.HasValue)
+                        {
+                            Classification cl;
+                            a = DecisionObj(c.Policy.AfterResponse(call, np.Permit, (int)Math.Min(status.Value, int.MaxValue), Headers(step), out cl));
+                            a["outcome"] = Names.Of(cl.Outcome.Kind);
+                        }
+                        else
+                        {
+                            a = DecisionObj(c.Policy.After(call, np.Permit, OutcomeOf(step.Get("outcome"))));
+                        }
+                    }
+                    catch (HoldoffException e)
+                    {
+                        a = new Dictionary<string, object> { { "error", e.Name } };
+                    }
+                    Check(expect, a, "decision", "delay_ms", "source", "server_delay_ms", "capped", "reason", "error", "outcome");
+                    return;
+                }
+            }
+            throw new CaseFailure("unknown op \"" + op + "\"");
+        }
+
+        static void RunCase(JsonNode cs)
+        {
+            var expectError = cs.Get("expect_error");
+            Ctx c;
+            try
+            {
+                c = Build(cs);
+            }
+            catch (Exception e)
+            {
+                if (e is CaseFailure) throw;
+                if (expectError == null) throw new CaseFailure("configuration refused: " + e.Message);
+                var a = new Dictionary<string, object> { { "error", ErrName(e) } };
+                var ce = e as HoldoffConfigException;
+                if (ce != null) a["field"] = ce.ParamName;
+                Check(expectError, a, "error", "field");
+                return;
+            }
+            using (c)
+            {
+                if (expectError != null) throw new CaseFailure("expected configuration error " + expectError.Raw + ", but it built");
+                var steps = cs.Get("steps");
+                if (steps == null || steps.Kind != JsonKind.Array) throw new CaseFailure("case without steps");
+                for (int i = 0; i < steps.Items.Count; i++)
+                {
+                    var step = steps.Items[i];
+                    ulong repeat = step.U64("repeat") ?? 1, every = step.U64("every_ms") ?? 0;
+                    var at = step.U64("at");
+                    for (ulong r = 0; r < repeat; r++)
+                    {
+                        if (at.HasValue)
+                        {
+                            ulong t = at.Value + r * every;
+                            try
+                            {
+                                c.Clock.Set(TimeSpan.FromTicks((long)t * TimeSpan.TicksPerMillisecond));
+                            }
+                            catch (HoldoffException e)
+                            {
+                                throw new CaseFailure(string.Format("step {0}: clock cannot move to {1}: {2}", i, t, e.Message));
+                            }
+                        }
+                        try
+                        {
+                            Step(c, step);
+                        }
+                        catch (Exception e)
+                        {
+                            throw new CaseFailure(string.Format("step {0} {1} at {2}{3}: {4}", i, step.Str("op", "?"),
+                                c.Clock.Now.Ticks / TimeSpan.TicksPerMillisecond, repeat > 1 ? " (repetition " + r + ")" : "",
+                                e is CaseFailure ? e.Message : e.GetType().Name + ": " + e.Message));
+                        }
+                    }
+                }
+            }
+        }
+
+        static int Main(string[] args)
+        {
+            if (args.Length != 1)
+            {
+                Console.Error.WriteLine("usage: Conformance.exe CONFORMANCE_DIR");
+                return 2;
+            }
+            Library.EnsureCompatible();
+            int version = int.Parse(File.ReadAllText(Path.Combine(args[0], "VERSION")).Trim(), CultureInfo.InvariantCulture);
+            if (version != SuiteVersion)
+            {
+                Console.Error.WriteLine("runner written for suite version {0}, found {1}", SuiteVersion, version);
+                return 2;
+            }
+            string filter = Environment.GetEnvironmentVariable("HOLDOFF_CASES") ?? "";
+            var files = Directory.GetFiles(Path.Combine(args[0], "cases"), "*.json", SearchOption.AllDirectories)
+                .OrderBy(f => f, StringComparer.Ordinal).ToList();
+            int passed = 0, failed = 0;
+            var ids = new HashSet<string>();
+            foreach (var file in files)
+            {
+                var doc = Json.Parse(File.ReadAllText(file));
+                foreach (var cs in doc.Get("cases").Items)
+                {
+                    string id = cs.Str("id", null);
+                    if (id == null || !ids.Add(id)) throw new InvalidDataException(file + ": missing or duplicate case id " + id);
+                    if (!id.Contains(filter)) continue;
+                    try
+                    {
+                        RunCase(cs);
+                        passed++;
+                        Console.WriteLine("ok   " + id);
+                    }
+                    catch (Exception e)
+                    {
+                        failed++;
+                        Console.WriteLine("FAIL " + id + ": " + (e is CaseFailure ? e.Message : e.ToString()));
+                    }
+                }
+            }
+            // Strict: every handle must have been disposed, not left to a finalizer.
+            ulong live = Library.LiveHandles;
+            if (live != 0)
+            {
+                Console.WriteLine("FAIL leak check: {0} holdoff handles still alive after the suite", live);
+                failed++;
+            }
+            Console.WriteLine("{0} passed, {1} failed, 0 skipped", passed, failed);
+            return failed > 0 || passed == 0 ? 1 : 0;
+        }
+    }
+}

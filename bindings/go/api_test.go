@@ -1,0 +1,385 @@
+package holdoff_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	holdoff "example.invalid/holdoff/go"
+)
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func fieldOf(t *testing.T, err error) string {
+	t.Helper()
+	var e *holdoff.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("expected *holdoff.Error, got %T %v", err, err)
+	}
+	return e.Field
+}
+
+func TestConfigErrorsNameTheField(t *testing.T) {
+	cfg := holdoff.DefaultBreakerConfig()
+	cfg.OpenInterval.Multiplier = math.NaN()
+	_, err := holdoff.NewBreaker(cfg)
+	if !errors.Is(err, holdoff.ErrInvalidConfig) || fieldOf(t, err) != "breaker.open_interval.multiplier" {
+		t.Fatalf("NaN multiplier: %v", err)
+	}
+	cfg = holdoff.DefaultBreakerConfig()
+	cfg.OpenInterval.Initial = -time.Second
+	_, err = holdoff.NewBreaker(cfg)
+	if !errors.Is(err, holdoff.ErrInvalidConfig) || fieldOf(t, err) != "breaker.open_interval.initial" {
+		t.Fatalf("negative interval: %v", err)
+	}
+	cfg = holdoff.DefaultBreakerConfig()
+	cfg.MaxRetryLater = 0
+	_, err = holdoff.NewBreaker(cfg)
+	if fieldOf(t, err) != "breaker.max_retry_later" {
+		t.Fatalf("zero guard: %v", err)
+	}
+	_, err = holdoff.NewBreaker(holdoff.BreakerConfig{Trip: holdoff.FailureRate(1.5, 10, time.Minute, 0)})
+	if fieldOf(t, err) != "breaker.trip.threshold" {
+		t.Fatalf("rate > 1: %v", err)
+	}
+	b := holdoff.DefaultBudgetConfig()
+	b.MaxRateLimitDuration = b.RetryAfterCap // incident 3: no room for two waits
+	_, err = holdoff.NewRetryBudget(b)
+	if fieldOf(t, err) != "budget.max_rate_limit_duration" {
+		t.Fatalf("budget: %v", err)
+	}
+	_, err = holdoff.NewClassifier(holdoff.ClassifierConfig{FailureStatuses: []int{403, 700}})
+	if fieldOf(t, err) != "classifier.failure_statuses" {
+		t.Fatalf("classifier: %v", err)
+	}
+	_, err = holdoff.ParseConfig([]byte(`{"breaker": {"recoverys": 3}}`))
+	if fieldOf(t, err) != "config" {
+		t.Fatalf("unknown key: %v", err)
+	}
+}
+
+func TestBreakerOpenErrorsAndDefaults(t *testing.T) {
+	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	defer clock.Close()
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)))
+	defer b.Close()
+	boom := errors.New("boom")
+	for i := 0; i < 5; i++ {
+		if err := b.Do(context.Background(), func(context.Context) error { return boom }); err != boom {
+			t.Fatalf("Do returns fn's error, got %v", err)
+		}
+	}
+	called := false
+	err := b.Do(context.Background(), func(context.Context) error { called = true; return nil })
+	var open *holdoff.BreakerOpenError
+	if called || !errors.As(err, &open) || !errors.Is(err, holdoff.ErrBreakerOpen) ||
+		!errors.Is(err, holdoff.ErrUpstreamUnavailable) {
+		t.Fatalf("refused call: called=%v err=%v", called, err)
+	}
+	if open.RetryAfter != 30*time.Second || !open.HasRetryAfter || open.State != holdoff.Open {
+		t.Fatalf("refusal: %+v", open)
+	}
+	clock.Advance(30 * time.Second)
+	p := must(b.Allow())
+	if !p.IsProbe() || p.Episode() != 1 {
+		t.Fatalf("probe: %v %v", p.IsProbe(), p.Episode())
+	}
+	if _, err := b.Record(p, holdoff.Success); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Record(p, holdoff.Success); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
+		t.Fatalf("second record: %v", err)
+	}
+	s := b.Snapshot()
+	if s.State != holdoff.HalfOpen || s.Recoveries != 1 || s.Opens != 1 {
+		t.Fatalf("snapshot: %+v", s)
+	}
+	ev := b.DrainEvents()
+	if len(ev) != 2 || ev[0].Reason.String() != "tripped" || ev[1].To != holdoff.HalfOpen ||
+		ev[0].OpenFor != 30*time.Second {
+		t.Fatalf("events: %+v", ev)
+	}
+	if err := clock.Set(time.Second); !errors.Is(err, holdoff.ErrClockBackwards) {
+		t.Fatalf("clock backwards: %v", err)
+	}
+}
+
+func TestForeignPermitStaysUsable(t *testing.T) {
+	a := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
+	defer a.Close()
+	defer b.Close()
+	p := must(a.Allow())
+	if _, err := b.Record(p, holdoff.Success); !errors.Is(err, holdoff.ErrForeignPermit) {
+		t.Fatalf("foreign: %v", err)
+	}
+	if e, err := a.Record(p, holdoff.Success); err != nil || e != holdoff.Counted {
+		t.Fatalf("own breaker: %v %v", e, err)
+	}
+	if _, err := a.Record(must(a.Allow()), holdoff.RetryLaterOutcome(-time.Second)); !errors.Is(err, holdoff.ErrInvalidInput) {
+		t.Fatalf("negative delay: %v", err)
+	}
+}
+
+// advancing is a sleeper that moves a manual clock instead of waiting.
+func advancing(clock *holdoff.ManualClock, slept *[]time.Duration) holdoff.Option {
+	return holdoff.WithSleeper(func(ctx context.Context, d time.Duration) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		*slept = append(*slept, d)
+		return clock.Advance(d)
+	})
+}
+
+func TestPolicyDoRetriesWithBackoffAndRetryAfter(t *testing.T) {
+	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	defer clock.Close()
+	var slept []time.Duration
+	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
+	defer p.Close()
+	attempts := 0
+	err := p.Do(context.Background(), func(context.Context) error {
+		attempts++
+		switch attempts {
+		case 1:
+			return errors.New("503")
+		case 2:
+			return holdoff.AsRetryLater(2*time.Second, errors.New("429"))
+		}
+		return nil
+	})
+	if err != nil || attempts != 3 {
+		t.Fatalf("err=%v attempts=%d", err, attempts)
+	}
+	// 500 ms backoff after the failure; then the breaker, opened by the retry-later, waits
+	// 2 s: the same wait the budget asks for.
+	if fmt.Sprint(slept) != "[500ms 2s]" {
+		t.Fatalf("slept %v", slept)
+	}
+	// Recovery needs 3 probe answers one interval apart: the breaker is half-open now, and a
+	// first attempt does not wait for it.
+	err = p.Do(context.Background(), func(context.Context) error { return nil })
+	if !errors.Is(err, holdoff.ErrBreakerOpen) {
+		t.Fatalf("half-open breaker: %v", err)
+	}
+	var open *holdoff.BreakerOpenError
+	if !errors.As(err, &open) || open.State != holdoff.HalfOpen || open.RetryAfter != 2*time.Second {
+		t.Fatalf("refusal: %+v", open)
+	}
+	p.Breaker().Reset()
+	notFound := errors.New("404")
+	err = p.Do(context.Background(), func(context.Context) error { return holdoff.AsAnswer(notFound) })
+	var gu *holdoff.GiveUpError
+	if !errors.As(err, &gu) || gu.Reason != holdoff.NotRetryable || !errors.Is(err, notFound) || gu.Attempts != 1 {
+		t.Fatalf("answer: %v", err)
+	}
+}
+
+func TestPolicyDoHonoursCancellation(t *testing.T) {
+	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	defer clock.Close()
+	var slept []time.Duration
+	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	err := p.Do(ctx, func(context.Context) error { cancel(); return errors.New("503") })
+	var gu *holdoff.GiveUpError
+	if !errors.As(err, &gu) || gu.Reason != holdoff.CancelledReason || len(slept) != 0 {
+		t.Fatalf("cancelled during the call: %v (slept %v)", err, slept)
+	}
+	// The real timer sleep returns as soon as the context ends.
+	real := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig()))
+	defer real.Close()
+	ctx, cancel = context.WithCancel(context.Background())
+	called := make(chan struct{})
+	done := make(chan error)
+	go func() {
+		done <- real.Do(ctx, func(context.Context) error {
+			close(called)
+			return holdoff.AsRetryLater(time.Hour, errors.New("429"))
+		})
+	}()
+	<-called
+	cancel()
+	err = <-done
+	if !errors.Is(err, context.Canceled) || !errors.As(err, &gu) || gu.Reason != holdoff.CancelledReason {
+		t.Fatalf("cancelled during the wait: %v", err)
+	}
+}
+
+func TestPolicyGivesUpWhenTheBreakerStaysOpen(t *testing.T) {
+	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	defer clock.Close()
+	var slept []time.Duration
+	cfg := holdoff.DefaultPolicyConfig()
+	cfg.Breaker.Trip = holdoff.ConsecutiveFailures(1)
+	p := must(holdoff.NewPolicy(cfg, holdoff.WithClock(clock), advancing(clock, &slept)))
+	defer p.Close()
+	p.Breaker().ForceOpen()
+	err := p.Do(context.Background(), func(context.Context) error { return nil })
+	var open *holdoff.BreakerOpenError
+	if !errors.Is(err, holdoff.ErrBreakerOpen) || !errors.As(err, &open) || open.HasRetryAfter {
+		t.Fatalf("forced open: %v", err)
+	}
+}
+
+func TestDoHTTPReadsRetryAfter(t *testing.T) {
+	var hits atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hits.Add(1) == 1 {
+			w.Header().Set("Retry-After", "7")
+			w.WriteHeader(http.StatusTooManyRequests)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	defer clock.Close()
+	var slept []time.Duration
+	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
+	defer p.Close()
+	resp, err := p.DoHTTP(context.Background(), func(ctx context.Context) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		return http.DefaultClient.Do(req)
+	})
+	if err != nil || resp.StatusCode != 200 || fmt.Sprint(slept) != "[7s]" {
+		t.Fatalf("resp=%v err=%v slept=%v", resp, err, slept)
+	}
+	resp.Body.Close()
+}
+
+func TestGroupAndQuotaAndHints(t *testing.T) {
+	g := must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
+	a1, a2, b := g.Get("a"), g.Get("a"), g.Get("b")
+	if a1 != a2 || a1 == b || g.Len() != 2 {
+		t.Fatal("group keys")
+	}
+	g.Close()
+	q := must(holdoff.NewRetryQuota(holdoff.QuotaConfig{Capacity: 12, RetryCost: 5, TimeoutCost: 10, SuccessRefill: 1}))
+	defer q.Close()
+	l := q.Acquire(false)
+	if !l.Acquired() || l.Cost() != 5 || q.Available() != 7 || q.Acquire(true).Acquired() {
+		t.Fatal("quota acquire")
+	}
+	if err := q.OnSuccess(l); err != nil || q.Available() != 12 {
+		t.Fatal("quota refund")
+	}
+	if err := q.OnSuccess(l); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
+		t.Fatalf("second refund: %v", err)
+	}
+	now := time.Date(1994, 11, 6, 8, 48, 37, 0, time.UTC)
+	if h := holdoff.ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now); h.Delay != time.Minute || h.Unusable != holdoff.Usable {
+		t.Fatalf("date: %+v", h)
+	}
+	if h := holdoff.ParseRetryAfter("-5", now); h.Unusable != holdoff.Signed {
+		t.Fatalf("signed: %+v", h)
+	}
+	h := holdoff.HintFromHeaders([]holdoff.Header{{"retry-after", "120"}, {"Retry-After", "60"}}, now)
+	if h.Unusable != holdoff.Conflicting {
+		t.Fatalf("conflicting: %+v", h)
+	}
+	cls := must(holdoff.NewClassifier(holdoff.ClassifierConfig{FailureStatuses: []int{403}}))
+	defer cls.Close()
+	if c := must(cls.Classify(403, nil, now)); c.Outcome != holdoff.Failure {
+		t.Fatalf("403: %v", c)
+	}
+	if _, err := cls.Classify(99, nil, now); !errors.Is(err, holdoff.ErrInvalidInput) {
+		t.Fatalf("status 99: %v", err)
+	}
+	if _, err := cls.Classify(65536+200, nil, now); !errors.Is(err, holdoff.ErrInvalidInput) {
+		t.Fatalf("status that would wrap to 200: %v", err)
+	}
+}
+
+func TestUseAfterClosePanics(t *testing.T) {
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
+	b.Close()
+	b.Close() // idempotent
+	defer func() {
+		if recover() == nil {
+			t.Fatal("expected a panic")
+		}
+	}()
+	b.Allow()
+}
+
+// A dropped object's handle is released by its cleanup once the GC finds it unreachable.
+func TestCleanupReleasesDroppedHandles(t *testing.T) {
+	before := holdoff.LiveHandles()
+	func() {
+		for i := 0; i < 10; i++ {
+			must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
+		}
+	}()
+	if holdoff.LiveHandles() < before+10 {
+		t.Fatal("expected 10 live breakers")
+	}
+	for i := 0; i < 100 && holdoff.LiveHandles() > before; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if n := holdoff.LiveHandles(); n > before {
+		t.Fatalf("%d handles not released", n-before)
+	}
+}
+
+// Goroutines share one breaker; run with -race. Interleaved failures never reach the
+// threshold, so every call is admitted and every record counts; a permit shared by every
+// goroutine is recorded exactly once.
+func TestStressSharedBreaker(t *testing.T) {
+	cfg := holdoff.DefaultBreakerConfig()
+	cfg.Trip = holdoff.ConsecutiveFailures(1000000)
+	b := must(holdoff.NewBreaker(cfg))
+	defer b.Close()
+	shared := must(b.Allow())
+	const goroutines, calls = 16, 2000
+	var wg sync.WaitGroup
+	var counted, already atomic.Int64
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < calls; i++ {
+				o := holdoff.Success
+				if (i+g)%7 == 0 {
+					o = holdoff.Failure
+				}
+				if err := b.Do(context.Background(), func(context.Context) error {
+					if o == holdoff.Failure {
+						return errors.New("fail")
+					}
+					return nil
+				}); err != nil && o != holdoff.Failure {
+					t.Error(err)
+				}
+				counted.Add(1)
+			}
+			if _, err := b.Record(shared, holdoff.Success); errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
+				already.Add(1)
+			}
+			_ = b.Snapshot()
+		}(g)
+	}
+	wg.Wait()
+	if counted.Load() != goroutines*calls || already.Load() != goroutines-1 {
+		t.Fatalf("counted %d, already-recorded %d", counted.Load(), already.Load())
+	}
+	if s := b.Snapshot(); s.State != holdoff.Closed || s.Refusals != 0 {
+		t.Fatalf("snapshot %+v", s)
+	}
+}

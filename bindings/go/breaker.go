@@ -1,0 +1,420 @@
+package holdoff
+
+// #include <stdlib.h>
+// #include "holdoff.h"
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// State is a breaker's state.
+type State uint32
+
+// Breaker states.
+const (
+	Closed     State = C.HOLDOFF_STATE_CLOSED
+	Open       State = C.HOLDOFF_STATE_OPEN
+	HalfOpen   State = C.HOLDOFF_STATE_HALF_OPEN
+	ForcedOpen State = C.HOLDOFF_STATE_FORCED_OPEN
+	Disabled   State = C.HOLDOFF_STATE_DISABLED
+)
+
+// String is the stable name: closed, open, half_open, forced_open, disabled.
+func (s State) String() string { return cname(C.holdoff_state_name(C.uint32_t(s)), "state", uint32(s)) }
+
+func cname(p *C.char, kind string, v uint32) string {
+	if p == nil {
+		return fmt.Sprintf("%s(%d)", kind, v)
+	}
+	return C.GoString(p)
+}
+
+// OutcomeKind is what happened to a call.
+type OutcomeKind uint32
+
+// Outcome kinds.
+const (
+	KindSuccess    OutcomeKind = C.HOLDOFF_OUTCOME_SUCCESS
+	KindAnswer     OutcomeKind = C.HOLDOFF_OUTCOME_ANSWER
+	KindFailure    OutcomeKind = C.HOLDOFF_OUTCOME_FAILURE
+	KindTimeout    OutcomeKind = C.HOLDOFF_OUTCOME_TIMEOUT
+	KindRetryLater OutcomeKind = C.HOLDOFF_OUTCOME_RETRY_LATER
+	KindCancelled  OutcomeKind = C.HOLDOFF_OUTCOME_CANCELLED
+)
+
+// String is the stable name: success, answer, failure, timeout, retry_later, cancelled.
+func (k OutcomeKind) String() string {
+	return cname(C.holdoff_outcome_name(C.uint32_t(k)), "outcome", uint32(k))
+}
+
+// Outcome is what happened to a call, as the breaker and budget need to know it.
+type Outcome struct {
+	Kind OutcomeKind
+	// Delay is the provider's delay of a RetryLaterOutcome.
+	Delay time.Duration
+}
+
+// The outcomes without a delay.
+var (
+	// Success: the call succeeded.
+	Success = Outcome{Kind: KindSuccess}
+	// Answer: the upstream answered, but retrying would not help (a 404); it proves the
+	// upstream reachable.
+	Answer = Outcome{Kind: KindAnswer}
+	// Failure: a transient failure (a 5xx, a refused connection).
+	Failure = Outcome{Kind: KindFailure}
+	// Timeout: the call timed out (a failure that costs more retry quota).
+	Timeout = Outcome{Kind: KindTimeout}
+	// Cancelled: the caller gave up; counts for nothing and frees a probe slot.
+	Cancelled = Outcome{Kind: KindCancelled}
+)
+
+// RetryLaterOutcome: the upstream asked to be left alone for d (a 429 or 503 with
+// Retry-After). It opens the breaker at once for d; a zero d is a plain failure.
+func RetryLaterOutcome(d time.Duration) Outcome { return Outcome{Kind: KindRetryLater, Delay: d} }
+
+func (o Outcome) c() (C.uint32_t, C.uint64_t, error) {
+	ns, ok := nanos(o.Delay)
+	if !ok {
+		return 0, 0, inputErr("outcome.delay", "must not be negative")
+	}
+	return C.uint32_t(o.Kind), ns, nil
+}
+
+// Effect is what recording an outcome did.
+type Effect uint32
+
+// Effects.
+const (
+	Counted Effect = C.HOLDOFF_EFFECT_COUNTED
+	Stale   Effect = C.HOLDOFF_EFFECT_STALE
+	Ignored Effect = C.HOLDOFF_EFFECT_IGNORED
+)
+
+// String is the stable name: counted, stale, ignored.
+func (e Effect) String() string {
+	return cname(C.holdoff_effect_name(C.uint32_t(e)), "effect", uint32(e))
+}
+
+// Reason is why a breaker's state changed.
+type Reason uint32
+
+// String is the stable name: tripped, retry_later, probe_admitted, probe_failed, recovered,
+// forced_open, disabled, reset.
+func (r Reason) String() string {
+	return cname(C.holdoff_reason_name(C.uint32_t(r)), "reason", uint32(r))
+}
+
+// Permit is leave to make one call. Record it exactly once; a second record fails with
+// ErrPermitAlreadyRecorded. An unrecorded probe permit holds its slot until the probe timeout.
+type Permit struct {
+	c C.holdoff_permit
+}
+
+// Episode is the open episode this call is a probe of, or 0 if it was admitted while closed.
+func (p *Permit) Episode() uint32 { return uint32(p.c.episode) }
+
+// IsProbe reports whether the call is a probe of an open breaker.
+func (p *Permit) IsProbe() bool { return p.c.probe != 0 }
+
+// BreakerOpenError is the error of a refused call. It matches ErrBreakerOpen and
+// ErrUpstreamUnavailable with errors.Is.
+type BreakerOpenError struct {
+	// RetryAfter is the time until a call could be admitted (see HasRetryAfter).
+	RetryAfter time.Duration
+	// HasRetryAfter is false while forced open: nothing is admitted until a reset.
+	HasRetryAfter bool
+	// State is the breaker's state when it refused.
+	State State
+	// Episode is the open episode's number.
+	Episode uint32
+}
+
+func (e *BreakerOpenError) Error() string {
+	if !e.HasRetryAfter {
+		return fmt.Sprintf("holdoff: breaker %s: calls refused until reset", e.State)
+	}
+	return fmt.Sprintf("holdoff: breaker %s: retry after %v", e.State, e.RetryAfter)
+}
+
+// Unwrap returns ErrBreakerOpen (which wraps ErrUpstreamUnavailable).
+func (e *BreakerOpenError) Unwrap() error { return ErrBreakerOpen }
+
+// Breaker is a circuit breaker for one upstream. Share one between every goroutine that calls
+// the upstream. While closed, Allow and recording a success take no lock and read no clock.
+type Breaker struct {
+	ptr     *C.holdoff_breaker
+	cleanup runtime.Cleanup
+}
+
+func freeBreaker(p *C.holdoff_breaker) { C.holdoff_breaker_free(p) }
+
+func wrapBreaker(p *C.holdoff_breaker) *Breaker {
+	b := &Breaker{ptr: p}
+	b.cleanup = runtime.AddCleanup(b, freeBreaker, p)
+	return b
+}
+
+// NewBreaker creates a closed breaker. Errors: an *Error matching ErrInvalidConfig whose
+// Field names the invalid field (breaker.open_interval.multiplier, ...).
+func NewBreaker(cfg BreakerConfig, opts ...Option) (*Breaker, error) {
+	c, err := parseSpec(map[string]any{"breaker": cfg.spec()})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.NewBreaker(opts...)
+}
+
+func (b *Breaker) handle() *C.holdoff_breaker {
+	if b.ptr == nil {
+		closedPanic("Breaker")
+	}
+	return b.ptr
+}
+
+// Close releases the breaker's handle (a policy or group using the breaker keeps it alive).
+func (b *Breaker) Close() error {
+	if b.ptr != nil {
+		b.cleanup.Stop()
+		C.holdoff_breaker_free(b.ptr)
+		b.ptr = nil
+	}
+	return nil
+}
+
+func refusalErr(r *C.holdoff_refusal) *BreakerOpenError {
+	d, has := optDur(r.has_retry_after, r.retry_after_ns)
+	return &BreakerOpenError{RetryAfter: d, HasRetryAfter: has, State: State(r.state), Episode: uint32(r.episode)}
+}
+
+// Allow asks to make a call: it admits it (closed, disabled, or as a due probe) or refuses it
+// with a *BreakerOpenError. This is the only act of admission: an admitted probe is spent
+// even if the call is never made, so never use Allow as a "ready?" check.
+func (b *Breaker) Allow() (*Permit, error) {
+	p := new(Permit)
+	var r C.holdoff_refusal
+	st := C.holdoff_breaker_allow(b.handle(), &p.c, &r)
+	runtime.KeepAlive(b)
+	switch st {
+	case C.HOLDOFF_STATUS_OK:
+		return p, nil
+	case C.HOLDOFF_STATUS_BREAKER_OPEN:
+		return nil, refusalErr(&r)
+	}
+	return nil, errOf(st)
+}
+
+// Record reports the outcome of a call admitted by Allow. Errors: ErrForeignPermit (another
+// breaker issued it; it stays usable), ErrPermitAlreadyRecorded.
+func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
+	kind, ns, err := o.c()
+	if err != nil {
+		return 0, err
+	}
+	var effect C.uint32_t
+	st := C.holdoff_breaker_record(b.handle(), &p.c, kind, ns, &effect)
+	runtime.KeepAlive(b)
+	if st != C.HOLDOFF_STATUS_OK {
+		return 0, errOf(st)
+	}
+	return Effect(effect), nil
+}
+
+// Do makes one call through the breaker: if refused, it returns a *BreakerOpenError without
+// calling fn; otherwise it calls fn and records OutcomeOf(ctx, err). It returns fn's error.
+func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
+	var p Permit
+	var r C.holdoff_refusal
+	st := C.holdoff_breaker_allow(b.handle(), &p.c, &r)
+	runtime.KeepAlive(b)
+	switch st {
+	case C.HOLDOFF_STATUS_OK:
+	case C.HOLDOFF_STATUS_BREAKER_OPEN:
+		return refusalErr(&r)
+	default:
+		return errOf(st)
+	}
+	err := fn(ctx)
+	o := OutcomeOf(ctx, err)
+	kind, ns, oerr := o.c()
+	if oerr != nil {
+		return errors.Join(err, oerr)
+	}
+	st = C.holdoff_breaker_record(b.handle(), &p.c, kind, ns, nil)
+	runtime.KeepAlive(b)
+	if st != C.HOLDOFF_STATUS_OK {
+		return errors.Join(err, errOf(st))
+	}
+	return err
+}
+
+// Snapshot is a side-effect-free view of a breaker.
+type Snapshot struct {
+	State    State
+	Episode  uint32
+	Failures uint64
+	// Recoveries is the consecutive current-episode probe answers so far.
+	Recoveries     uint32
+	ProbesInFlight uint32
+	// RetryAfter is the time until the next probe while open or half-open (HasRetryAfter).
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+	// ProbeReady reports whether Allow would admit a probe now.
+	ProbeReady bool
+	// Interval is the open interval in force while open or half-open (HasInterval).
+	Interval      time.Duration
+	HasInterval   bool
+	Opens         uint64
+	Closes        uint64
+	Probes        uint64
+	Refusals      uint64
+	StaleAnswers  uint64
+	EventsDropped uint64
+}
+
+// Snapshot views the breaker without side effects (it never admits or expires anything).
+func (b *Breaker) Snapshot() Snapshot {
+	var s C.holdoff_snapshot
+	if st := C.holdoff_breaker_snapshot(b.handle(), &s); st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
+	runtime.KeepAlive(b)
+	ra, hasRA := optDur(s.has_retry_after, s.retry_after_ns)
+	iv, hasIV := optDur(s.has_interval, s.interval_ns)
+	return Snapshot{
+		State: State(s.state), Episode: uint32(s.episode), Failures: uint64(s.failures),
+		Recoveries: uint32(s.recoveries), ProbesInFlight: uint32(s.probes_in_flight),
+		RetryAfter: ra, HasRetryAfter: hasRA, ProbeReady: s.probe_ready != 0, Interval: iv, HasInterval: hasIV,
+		Opens: uint64(s.opens), Closes: uint64(s.closes), Probes: uint64(s.probes),
+		Refusals: uint64(s.refusals), StaleAnswers: uint64(s.stale_answers), EventsDropped: uint64(s.events_dropped),
+	}
+}
+
+// Event is one state change.
+type Event struct {
+	// At is the time of the change on the breaker's clock (since its origin).
+	At      time.Duration
+	From    State
+	To      State
+	Episode uint32
+	Reason  Reason
+	// RequestedDelay is the provider's delay of a retry-later opening (HasRequestedDelay).
+	RequestedDelay    time.Duration
+	HasRequestedDelay bool
+	// OpenFor is the time until the first probe of an opening (HasOpenFor).
+	OpenFor    time.Duration
+	HasOpenFor bool
+}
+
+// DrainEvents takes the state changes queued since the last call, in order. Poll it; the C
+// library never calls back (it keeps at most 1024 and counts the dropped in the snapshot).
+func (b *Breaker) DrainEvents() []Event {
+	var buf [32]C.holdoff_event
+	var out []Event
+	for {
+		var n C.size_t
+		st := C.holdoff_breaker_drain_events(b.handle(), &buf[0], C.size_t(len(buf)), &n)
+		runtime.KeepAlive(b)
+		if st != C.HOLDOFF_STATUS_OK {
+			panic(errOf(st))
+		}
+		for _, e := range buf[:n] {
+			rd, hasRD := optDur(e.has_requested_delay, e.requested_delay_ns)
+			of, hasOF := optDur(e.has_open_for, e.open_for_ns)
+			out = append(out, Event{At: dur(e.at_ns), From: State(e.from), To: State(e.to), Episode: uint32(e.episode),
+				Reason: Reason(e.reason), RequestedDelay: rd, HasRequestedDelay: hasRD, OpenFor: of, HasOpenFor: hasOF})
+		}
+		if int(n) < len(buf) {
+			return out
+		}
+	}
+}
+
+// ForceOpen refuses every call until Reset. Starts a new episode.
+func (b *Breaker) ForceOpen() { C.holdoff_breaker_force_open(b.handle()); runtime.KeepAlive(b) }
+
+// Disable admits every call and never trips until Reset (outcomes are still counted).
+func (b *Breaker) Disable() { C.holdoff_breaker_disable(b.handle()); runtime.KeepAlive(b) }
+
+// Reset closes the breaker with fresh counts. Answers to earlier permits become stale.
+func (b *Breaker) Reset() { C.holdoff_breaker_reset(b.handle()); runtime.KeepAlive(b) }
+
+// BreakerGroup holds one breaker per upstream key (host, registry, provider), created on
+// first use from one template, each with its own jitter seed.
+type BreakerGroup struct {
+	ptr      *C.holdoff_group
+	cleanup  runtime.Cleanup
+	mu       sync.Mutex
+	breakers map[string]*Breaker
+}
+
+func wrapGroup(p *C.holdoff_group) *BreakerGroup {
+	g := &BreakerGroup{ptr: p, breakers: map[string]*Breaker{}}
+	g.cleanup = runtime.AddCleanup(g, func(p *C.holdoff_group) { C.holdoff_group_free(p) }, p)
+	return g
+}
+
+// NewBreakerGroup creates an empty group; the template is validated now.
+func NewBreakerGroup(template BreakerConfig, opts ...Option) (*BreakerGroup, error) {
+	c, err := parseSpec(map[string]any{"breaker": template.spec()})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.NewBreakerGroup(opts...)
+}
+
+// Get returns the breaker for key, creating it on first use. The group owns it: do not Close
+// it; BreakerGroup.Close closes every breaker it handed out.
+func (g *BreakerGroup) Get(key string) *Breaker {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.ptr == nil {
+		closedPanic("BreakerGroup")
+	}
+	if b, ok := g.breakers[key]; ok {
+		return b
+	}
+	ckey := C.CString(key)
+	defer C.free(unsafe.Pointer(ckey))
+	var p *C.holdoff_breaker
+	if st := C.holdoff_group_get(g.ptr, ckey, C.size_t(len(key)), &p); st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st)) // only for a key that is not UTF-8
+	}
+	b := wrapBreaker(p)
+	g.breakers[key] = b
+	return b
+}
+
+// Len is the number of breakers in the group.
+func (g *BreakerGroup) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var n C.size_t
+	C.holdoff_group_len(g.ptr, &n)
+	return int(n)
+}
+
+// Close releases the group and every breaker Get returned.
+func (g *BreakerGroup) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k, b := range g.breakers {
+		b.Close()
+		delete(g.breakers, k)
+	}
+	if g.ptr != nil {
+		g.cleanup.Stop()
+		C.holdoff_group_free(g.ptr)
+		g.ptr = nil
+	}
+	return nil
+}

@@ -1,0 +1,286 @@
+package holdoff
+
+// #include "holdoff.h"
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// DecisionKind is the kind of a retry decision.
+type DecisionKind uint32
+
+// Decision kinds.
+const (
+	Done   DecisionKind = C.HOLDOFF_DECISION_KIND_DONE
+	Retry  DecisionKind = C.HOLDOFF_DECISION_KIND_RETRY
+	GiveUp DecisionKind = C.HOLDOFF_DECISION_KIND_GIVE_UP
+)
+
+// String is the stable name: done, retry, give_up.
+func (k DecisionKind) String() string {
+	return cname(C.holdoff_decision_kind_name(C.uint32_t(k)), "decision", uint32(k))
+}
+
+// WaitSource is where a retry's delay came from.
+type WaitSource uint32
+
+// Wait sources.
+const (
+	FromRetryAfter WaitSource = C.HOLDOFF_WAIT_SOURCE_RETRY_AFTER
+	FromBackoff    WaitSource = C.HOLDOFF_WAIT_SOURCE_BACKOFF
+	FromBreaker    WaitSource = C.HOLDOFF_WAIT_SOURCE_BREAKER
+)
+
+// String is the stable name: retry_after, backoff, breaker.
+func (s WaitSource) String() string {
+	return cname(C.holdoff_wait_source_name(C.uint32_t(s)), "source", uint32(s))
+}
+
+// GiveUpReason is why a caller should stop retrying.
+type GiveUpReason uint32
+
+// Give-up reasons.
+const (
+	BudgetSpent                GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_BUDGET_SPENT
+	RetryAfterExceedsRemaining GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_EXCEEDS_REMAINING
+	BackoffExceedsRemaining    GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_BACKOFF_EXCEEDS_REMAINING
+	AttemptsExhausted          GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_ATTEMPTS_EXHAUSTED
+	NotRetryable               GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_NOT_RETRYABLE
+	QuotaEmpty                 GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_QUOTA_EMPTY
+	BreakerOpenReason          GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_BREAKER_OPEN
+	CancelledReason            GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_CANCELLED
+)
+
+// String is the stable name: budget_spent, retry_after_exceeds_remaining, ...
+func (r GiveUpReason) String() string {
+	return cname(C.holdoff_give_up_reason_name(C.uint32_t(r)), "reason", uint32(r))
+}
+
+// Decision is what to do after an attempt.
+type Decision struct {
+	Kind DecisionKind
+	// Delay is the wait before the next attempt (Retry): never shorter than the server asked,
+	// up to the cap.
+	Delay time.Duration
+	// Source is where Delay came from (Retry).
+	Source WaitSource
+	// ServerDelay is the server's own Retry-After before the cap (HasServerDelay).
+	ServerDelay    time.Duration
+	HasServerDelay bool
+	// Capped reports that the cap shortened the server's value (never silent).
+	Capped bool
+	// Reason is why to stop (GiveUp).
+	Reason GiveUpReason
+}
+
+func decisionOf(d *C.holdoff_decision) Decision {
+	sd, has := optDur(d.has_server_delay, d.server_delay_ns)
+	return Decision{Kind: DecisionKind(d.kind), Delay: dur(d.delay_ns), Source: WaitSource(d.source),
+		ServerDelay: sd, HasServerDelay: has, Capped: d.capped != 0, Reason: GiveUpReason(d.reason)}
+}
+
+// RetryBudget decides when to retry, how long to wait and when to give up, for every caller
+// of one upstream: a rate-limit episode budget with a Retry-After cap (never shortening the
+// server's wait), and a counted backoff path.
+type RetryBudget struct {
+	ptr     *C.holdoff_budget
+	cleanup runtime.Cleanup
+}
+
+func wrapBudget(p *C.holdoff_budget) *RetryBudget {
+	b := &RetryBudget{ptr: p}
+	b.cleanup = runtime.AddCleanup(b, func(p *C.holdoff_budget) { C.holdoff_budget_free(p) }, p)
+	return b
+}
+
+// NewRetryBudget creates a retry budget. Errors: ErrInvalidConfig naming the field (e.g.
+// budget.max_rate_limit_duration when it leaves no room for two capped waits).
+func NewRetryBudget(cfg BudgetConfig, opts ...Option) (*RetryBudget, error) {
+	c, err := parseSpec(map[string]any{"budget": cfg.spec()})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.NewRetryBudget(opts...)
+}
+
+func (b *RetryBudget) handle() *C.holdoff_budget {
+	if b.ptr == nil {
+		closedPanic("RetryBudget")
+	}
+	return b.ptr
+}
+
+// Close releases the budget's handle (a policy using it keeps it alive).
+func (b *RetryBudget) Close() error {
+	if b.ptr != nil {
+		b.cleanup.Stop()
+		C.holdoff_budget_free(b.ptr)
+		b.ptr = nil
+	}
+	return nil
+}
+
+// Decide says what to do after an attempt of the logical call s ended with o.
+func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
+	kind, ns, err := o.c()
+	if err != nil {
+		return Decision{}, err
+	}
+	var d C.holdoff_decision
+	st := C.holdoff_budget_decide(b.handle(), s.handle(), kind, ns, &d)
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(s)
+	if st != C.HOLDOFF_STATUS_OK {
+		return Decision{}, errOf(st)
+	}
+	return decisionOf(&d), nil
+}
+
+// Episode reports whether a rate-limit episode is under way and when it started (on the
+// budget's clock).
+func (b *RetryBudget) Episode() (start time.Duration, active bool) {
+	var e C.holdoff_episode
+	C.holdoff_budget_episode(b.handle(), &e)
+	runtime.KeepAlive(b)
+	return dur(e.start_ns), e.active != 0
+}
+
+// RetryState is the per-call part of retrying (retries taken, first failure): one per logical
+// call, across its attempts.
+type RetryState struct {
+	ptr     *C.holdoff_retry_state
+	cleanup runtime.Cleanup
+}
+
+// NewRetryState starts a logical call.
+func NewRetryState() *RetryState {
+	var p *C.holdoff_retry_state
+	if st := C.holdoff_retry_state_new(&p); st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
+	s := &RetryState{ptr: p}
+	s.cleanup = runtime.AddCleanup(s, func(p *C.holdoff_retry_state) { C.holdoff_retry_state_free(p) }, p)
+	return s
+}
+
+func (s *RetryState) handle() *C.holdoff_retry_state {
+	if s.ptr == nil {
+		closedPanic("RetryState")
+	}
+	return s.ptr
+}
+
+// Retries is the retries the call took on the counted path.
+func (s *RetryState) Retries() int {
+	var n C.uint32_t
+	C.holdoff_retry_state_retries(s.handle(), &n)
+	runtime.KeepAlive(s)
+	return int(n)
+}
+
+// Close releases the state's handle.
+func (s *RetryState) Close() error {
+	if s.ptr != nil {
+		s.cleanup.Stop()
+		C.holdoff_retry_state_free(s.ptr)
+		s.ptr = nil
+	}
+	return nil
+}
+
+// RetryQuota is a token bucket shared by every caller of one upstream: retries cost tokens,
+// retries after a timeout cost more, successes refund. An empty bucket gives up
+// (QuotaEmpty) instead of joining a retry storm.
+type RetryQuota struct {
+	ptr     *C.holdoff_quota
+	cleanup runtime.Cleanup
+}
+
+func wrapQuota(p *C.holdoff_quota) *RetryQuota {
+	q := &RetryQuota{ptr: p}
+	q.cleanup = runtime.AddCleanup(q, func(p *C.holdoff_quota) { C.holdoff_quota_free(p) }, p)
+	return q
+}
+
+// NewRetryQuota creates a full quota. Errors: ErrInvalidConfig naming the field.
+func NewRetryQuota(cfg QuotaConfig) (*RetryQuota, error) {
+	c, err := parseSpec(map[string]any{"quota": cfg.spec()})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.NewRetryQuota()
+}
+
+func (q *RetryQuota) handle() *C.holdoff_quota {
+	if q.ptr == nil {
+		closedPanic("RetryQuota")
+	}
+	return q.ptr
+}
+
+// Close releases the quota's handle (a policy using it keeps it alive).
+func (q *RetryQuota) Close() error {
+	if q.ptr != nil {
+		q.cleanup.Stop()
+		C.holdoff_quota_free(q.ptr)
+		q.ptr = nil
+	}
+	return nil
+}
+
+// QuotaLease is the result of RetryQuota.Acquire.
+type QuotaLease struct {
+	c C.holdoff_quota_lease
+}
+
+// Acquired reports whether the tokens were taken.
+func (l *QuotaLease) Acquired() bool { return l.c.acquired != 0 }
+
+// Cost is what the retry cost (or would have cost).
+func (l *QuotaLease) Cost() uint64 { return uint64(l.c.cost) }
+
+// Available is the tokens left right after the acquisition.
+func (l *QuotaLease) Available() uint64 { return uint64(l.c.available) }
+
+func (l *QuotaLease) String() string {
+	return fmt.Sprintf("QuotaLease{acquired: %v, cost: %d}", l.Acquired(), l.Cost())
+}
+
+// Acquire takes the cost of one retry (the timeout cost if afterTimeout). The lease says
+// whether the bucket could pay.
+func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
+	l := new(QuotaLease)
+	var t C.uint8_t
+	if afterTimeout {
+		t = 1
+	}
+	C.holdoff_quota_acquire(q.handle(), t, &l.c)
+	runtime.KeepAlive(q)
+	return l
+}
+
+// OnSuccess refunds the lease of a call that finally succeeded, or adds the configured refill
+// if lease is nil (a success without retry). Errors: ErrPermitAlreadyRecorded for a lease
+// given back twice, ErrInvalidInput for a lease that was not acquired.
+func (q *RetryQuota) OnSuccess(lease *QuotaLease) error {
+	var p *C.holdoff_quota_lease
+	if lease != nil {
+		p = &lease.c
+	}
+	st := C.holdoff_quota_on_success(q.handle(), p)
+	runtime.KeepAlive(q)
+	return errOf(st)
+}
+
+// Available is the tokens left.
+func (q *RetryQuota) Available() uint64 {
+	var n C.uint64_t
+	C.holdoff_quota_available(q.handle(), &n)
+	runtime.KeepAlive(q)
+	return uint64(n)
+}

@@ -1,0 +1,469 @@
+package holdoff
+
+// #include "holdoff.h"
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"time"
+)
+
+// OutcomeError marks an error with the outcome the breaker and budget should count for it.
+// Return one from the function given to Do to say more than "failure".
+type OutcomeError struct {
+	Outcome Outcome
+	Err     error
+}
+
+func (e *OutcomeError) Error() string {
+	if e.Err == nil {
+		return "holdoff: " + e.Outcome.Kind.String()
+	}
+	return e.Err.Error()
+}
+
+func (e *OutcomeError) Unwrap() error { return e.Err }
+
+// AsAnswer marks err as an answer: the upstream is reachable but retrying will not help (a
+// 404, a validation error). Not retried; it proves the upstream reachable.
+func AsAnswer(err error) error { return &OutcomeError{Outcome: Answer, Err: err} }
+
+// AsRetryLater marks err as the upstream asking to be left alone for d (a 429 or 503 with
+// Retry-After): the breaker opens for d and the budget waits it.
+func AsRetryLater(d time.Duration, err error) error {
+	return &OutcomeError{Outcome: RetryLaterOutcome(d), Err: err}
+}
+
+// OutcomeOf is how Do helpers count a call's error: nil is a success; an *OutcomeError says
+// its own outcome; the end of ctx, context.DeadlineExceeded or a net-style Timeout() error is
+// a timeout when the deadline passed, context.Canceled a cancellation; anything else is a
+// failure.
+func OutcomeOf(ctx context.Context, err error) Outcome {
+	if err == nil {
+		return Success
+	}
+	var oe *OutcomeError
+	if errors.As(err, &oe) {
+		return oe.Outcome
+	}
+	if ctx != nil && ctx.Err() != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return Timeout
+		}
+		return Cancelled
+	}
+	var t interface{ Timeout() bool }
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout()) {
+		return Timeout
+	}
+	if errors.Is(err, context.Canceled) {
+		return Cancelled
+	}
+	return Failure
+}
+
+// GiveUpError is returned by Policy.Do when it stops: why, after how many attempts, and the
+// last attempt's error (Unwrap), or a *BreakerOpenError if no attempt was admitted.
+type GiveUpError struct {
+	Reason   GiveUpReason
+	Attempts int
+	// ServerDelay is the server's last Retry-After (HasServerDelay).
+	ServerDelay    time.Duration
+	HasServerDelay bool
+	Err            error
+}
+
+func (e *GiveUpError) Error() string {
+	msg := fmt.Sprintf("holdoff: gave up after %d attempts (%s)", e.Attempts, e.Reason)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *GiveUpError) Unwrap() error { return e.Err }
+
+// BeforeAction is what a policy says before an attempt.
+type BeforeAction uint32
+
+// Before actions.
+const (
+	Go   BeforeAction = C.HOLDOFF_BEFORE_ACTION_GO
+	Wait BeforeAction = C.HOLDOFF_BEFORE_ACTION_WAIT
+	Stop BeforeAction = C.HOLDOFF_BEFORE_ACTION_GIVE_UP
+)
+
+// String is the stable name: go, wait, give_up.
+func (a BeforeAction) String() string {
+	return cname(C.holdoff_before_action_name(C.uint32_t(a)), "action", uint32(a))
+}
+
+// Before is what to do before an attempt.
+type Before struct {
+	Action BeforeAction
+	// Delay is the wait for the breaker (Wait).
+	Delay time.Duration
+	// Reason is why to stop (Stop: always BreakerOpenReason).
+	Reason GiveUpReason
+	// RetryAfter is the breaker's time until its next probe (Stop, HasRetryAfter).
+	RetryAfter    time.Duration
+	HasRetryAfter bool
+}
+
+// Policy composes one upstream's breaker, retry budget, optional quota and classifier.
+type Policy struct {
+	ptr     *C.holdoff_policy
+	cleanup runtime.Cleanup
+	parts   []io.Closer
+	breaker *Breaker
+	sleep   func(context.Context, time.Duration) error
+}
+
+// PolicyOption configures NewPolicy and ComposePolicy beyond the clock.
+type PolicyOption = Option
+
+// WithSleeper replaces the timer-based sleep of Do and DoHTTP (tests pass one that advances a
+// ManualClock). It must return ctx.Err() if ctx ends first.
+func WithSleeper(sleep func(context.Context, time.Duration) error) Option {
+	return func(o *options) { o.sleep = sleep }
+}
+
+func sleepTimer(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, opts []Option) (*Policy, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var qp *C.holdoff_quota
+	if q != nil {
+		qp = q.handle()
+	}
+	var cp *C.holdoff_classifier
+	if cls != nil {
+		cp = cls.handle()
+	}
+	var p *C.holdoff_policy
+	err := detailed(func() C.holdoff_status {
+		return C.holdoff_policy_new(b.handle(), budget.handle(), qp, cp, &p)
+	})
+	runtime.KeepAlive(b)
+	runtime.KeepAlive(budget)
+	runtime.KeepAlive(q)
+	runtime.KeepAlive(cls)
+	if err != nil {
+		return nil, err
+	}
+	pol := &Policy{ptr: p, breaker: b, sleep: o.sleep}
+	if pol.sleep == nil {
+		pol.sleep = sleepTimer
+	}
+	pol.cleanup = runtime.AddCleanup(pol, func(p *C.holdoff_policy) { C.holdoff_policy_free(p) }, p)
+	return pol, nil
+}
+
+// ComposePolicy composes existing parts (q and cls may be nil: no quota, the default
+// classifier). The breaker and the budget must read the same clock (ErrInvalidConfig, field
+// policy.clock, otherwise). The policy keeps the parts alive; their owner still closes them.
+func ComposePolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, opts ...Option) (*Policy, error) {
+	return newPolicy(b, budget, q, cls, opts)
+}
+
+// NewPolicy builds a policy and its parts with one clock. Errors: ErrInvalidConfig naming the
+// first invalid field.
+func NewPolicy(cfg PolicyConfig, opts ...Option) (*Policy, error) {
+	spec := map[string]any{"breaker": cfg.Breaker.spec(), "budget": cfg.Budget.spec(),
+		"classifier": cfg.Classifier.spec()}
+	if cfg.Quota != nil {
+		spec["quota"] = cfg.Quota.spec()
+	}
+	c, err := parseSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	clock := o.clock
+	if clock == nil {
+		sc := NewSystemClock()
+		defer sc.Close()
+		clock = sc
+	}
+	var parts []io.Closer
+	fail := func(err error) (*Policy, error) {
+		for _, p := range parts {
+			p.Close()
+		}
+		return nil, err
+	}
+	b, err := c.NewBreaker(WithClock(clock))
+	if err != nil {
+		return fail(err)
+	}
+	parts = append(parts, b)
+	budget, err := c.NewRetryBudget(WithClock(clock))
+	if err != nil {
+		return fail(err)
+	}
+	parts = append(parts, budget)
+	var q *RetryQuota
+	if cfg.Quota != nil {
+		if q, err = c.NewRetryQuota(); err != nil {
+			return fail(err)
+		}
+		parts = append(parts, q)
+	}
+	cls, err := c.NewClassifier()
+	if err != nil {
+		return fail(err)
+	}
+	parts = append(parts, cls)
+	p, err := newPolicy(b, budget, q, cls, opts)
+	if err != nil {
+		return fail(err)
+	}
+	p.parts = parts
+	return p, nil
+}
+
+// Breaker is the policy's breaker (for snapshots and events). Closing the policy closes it if
+// NewPolicy built it.
+func (p *Policy) Breaker() *Breaker { return p.breaker }
+
+func (p *Policy) handle() *C.holdoff_policy {
+	if p.ptr == nil {
+		closedPanic("Policy")
+	}
+	return p.ptr
+}
+
+// Close releases the policy and the parts NewPolicy built.
+func (p *Policy) Close() error {
+	if p.ptr != nil {
+		p.cleanup.Stop()
+		C.holdoff_policy_free(p.ptr)
+		p.ptr = nil
+		for _, c := range p.parts {
+			c.Close()
+		}
+		p.parts = nil
+	}
+	return nil
+}
+
+// PolicyCall is the state of one logical call (all its attempts) under a policy.
+type PolicyCall struct {
+	ptr     *C.holdoff_policy_call
+	cleanup runtime.Cleanup
+}
+
+// NewCall starts a logical call.
+func (p *Policy) NewCall() *PolicyCall {
+	var c *C.holdoff_policy_call
+	if st := C.holdoff_policy_call_new(&c); st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
+	call := &PolicyCall{ptr: c}
+	call.cleanup = runtime.AddCleanup(call, func(p *C.holdoff_policy_call) { C.holdoff_policy_call_free(p) }, c)
+	return call
+}
+
+func (c *PolicyCall) handle() *C.holdoff_policy_call {
+	if c.ptr == nil {
+		closedPanic("PolicyCall")
+	}
+	return c.ptr
+}
+
+// Attempts is the attempts admitted so far.
+func (c *PolicyCall) Attempts() int {
+	var n C.uint32_t
+	C.holdoff_policy_call_attempts(c.handle(), &n)
+	runtime.KeepAlive(c)
+	return int(n)
+}
+
+// Close releases the call's handle.
+func (c *PolicyCall) Close() error {
+	if c.ptr != nil {
+		c.cleanup.Stop()
+		C.holdoff_policy_call_free(c.ptr)
+		c.ptr = nil
+	}
+	return nil
+}
+
+// Before says, before an attempt, whether to go (with the permit to record), wait for the
+// breaker, or stop because it stays open beyond what is left of the budget. A first attempt
+// does not wait for an open breaker.
+func (p *Policy) Before(call *PolicyCall) (Before, *Permit) {
+	var b C.holdoff_before
+	permit := new(Permit)
+	if st := C.holdoff_policy_before(p.handle(), call.handle(), &b, &permit.c); st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(call)
+	ra, has := optDur(b.has_retry_after, b.retry_after_ns)
+	out := Before{Action: BeforeAction(b.action), Delay: dur(b.delay_ns), Reason: GiveUpReason(b.reason),
+		RetryAfter: ra, HasRetryAfter: has}
+	if out.Action != Go {
+		return out, nil
+	}
+	return out, permit
+}
+
+// After records an attempt's outcome and decides: done, retry after a delay (never shorter
+// than the breaker needs), or give up. Errors: ErrForeignPermit, ErrPermitAlreadyRecorded.
+func (p *Policy) After(call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
+	kind, ns, err := o.c()
+	if err != nil {
+		return Decision{}, err
+	}
+	var d C.holdoff_decision
+	st := C.holdoff_policy_after(p.handle(), call.handle(), &permit.c, kind, ns, &d)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(call)
+	if st != C.HOLDOFF_STATUS_OK {
+		return Decision{}, errOf(st)
+	}
+	return decisionOf(&d), nil
+}
+
+// AfterResponse is After for an HTTP response: it classifies (status, headers) at the
+// decision's one clock reading, then decides. Errors: ErrInvalidInput for a status outside
+// 100..599, ErrForeignPermit, ErrPermitAlreadyRecorded.
+func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
+	arr, n, free := cHeaders(headers)
+	defer free()
+	var d C.holdoff_decision
+	var cl C.holdoff_classification
+	st := C.holdoff_policy_after_response(p.handle(), call.handle(), &permit.c, cStatus(status), arr, n, &d, &cl)
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(call)
+	if st != C.HOLDOFF_STATUS_OK {
+		return Decision{}, Classification{}, errOf(st)
+	}
+	return decisionOf(&d), classificationOf(&cl), nil
+}
+
+func (p *Policy) refusal(b Before) error {
+	// The state is read again, for the error's information only.
+	s := p.breaker.Snapshot()
+	return &BreakerOpenError{RetryAfter: b.RetryAfter, HasRetryAfter: b.HasRetryAfter, State: s.State,
+		Episode: s.Episode}
+}
+
+// Do runs fn under the policy until it succeeds or the policy gives up: it waits for an open
+// breaker when the budget allows, retries after each retryable outcome (OutcomeOf) with the
+// policy's delay, and sleeps with a timer that ctx cancels. It returns nil on success or a
+// *GiveUpError that wraps the last error (or a *BreakerOpenError when nothing was admitted).
+func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
+	call := p.NewCall()
+	defer call.Close()
+	var last error
+	for {
+		b, permit := p.Before(call)
+		switch b.Action {
+		case Wait:
+			if err := p.sleep(ctx, b.Delay); err != nil {
+				return &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
+			}
+			continue
+		case Stop:
+			err := last
+			if err == nil {
+				err = p.refusal(b)
+			}
+			return &GiveUpError{Reason: b.Reason, Attempts: call.Attempts(), Err: err}
+		}
+		err := fn(ctx)
+		d, aerr := p.After(call, permit, OutcomeOf(ctx, err))
+		if aerr != nil {
+			return errors.Join(err, aerr)
+		}
+		switch d.Kind {
+		case Done:
+			return nil
+		case GiveUp:
+			return &GiveUpError{Reason: d.Reason, Attempts: call.Attempts(), ServerDelay: d.ServerDelay,
+				HasServerDelay: d.HasServerDelay, Err: err}
+		}
+		last = err
+		if serr := p.sleep(ctx, d.Delay); serr != nil {
+			return &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(serr, last)}
+		}
+	}
+}
+
+// DoHTTP is Do for HTTP: each response is classified by status and headers (Retry-After,
+// RateLimit-Reset); the bodies of responses that are retried are drained and closed. It
+// returns the final response on success; when it gives up after a response (a 404, a 503
+// beyond the budget) it returns that response too, with a *GiveUpError: close its body.
+func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Response, error)) (*http.Response, error) {
+	call := p.NewCall()
+	defer call.Close()
+	var last error
+	for {
+		b, permit := p.Before(call)
+		switch b.Action {
+		case Wait:
+			if err := p.sleep(ctx, b.Delay); err != nil {
+				return nil, &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
+			}
+			continue
+		case Stop:
+			err := last
+			if err == nil {
+				err = p.refusal(b)
+			}
+			return nil, &GiveUpError{Reason: b.Reason, Attempts: call.Attempts(), Err: err}
+		}
+		resp, err := fn(ctx)
+		var d Decision
+		var aerr error
+		if err != nil || resp == nil {
+			d, aerr = p.After(call, permit, OutcomeOf(ctx, err))
+		} else {
+			d, _, aerr = p.AfterResponse(call, permit, resp.StatusCode, HeadersOf(resp.Header))
+			if resp.StatusCode >= 400 {
+				err = fmt.Errorf("holdoff: HTTP %s", resp.Status)
+			}
+		}
+		if aerr != nil {
+			return resp, errors.Join(err, aerr)
+		}
+		switch d.Kind {
+		case Done:
+			return resp, nil
+		case GiveUp:
+			return resp, &GiveUpError{Reason: d.Reason, Attempts: call.Attempts(), ServerDelay: d.ServerDelay,
+				HasServerDelay: d.HasServerDelay, Err: err}
+		}
+		if resp != nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		last = err
+		if serr := p.sleep(ctx, d.Delay); serr != nil {
+			return nil, &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(serr, last)}
+		}
+	}
+}
