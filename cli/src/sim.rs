@@ -1,0 +1,990 @@
+//! The discrete-event simulation: callers, the holdoff core, and the upstream on one virtual
+//! clock.
+//!
+//! Events are processed in time order; at equal times, scheduled events (answers, retries) go
+//! before new arrivals, in the order they were scheduled. An answer with zero latency is handled
+//! at once, before anything else at that instant. The core's [`ManualClock`] is set to each
+//! event's time before the core is asked anything, so the core sees exactly the virtual time.
+//! Nothing sleeps.
+//!
+//! Each logical call:
+//! * **With a budget** in the configuration, it runs through a [`Policy`] (breaker + budget +
+//!   quota + classifier): `before_attempt` admits, makes it wait for the breaker, or gives up;
+//!   `after_response` classifies the answer and says done, retry after a delay, or give up. When
+//!   the configuration has no breaker, the policy's breaker is disabled (it admits everything).
+//! * **Without a budget**, a call is one attempt: the breaker admits or refuses it; an admitted
+//!   call's answer is classified and recorded. No retries (incidents 1 and 2).
+
+use std::cmp::Ordering as CmpOrdering;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use holdoff::{
+    Before, Breaker, BreakerConfig, Call, Classifier, Decision, GiveUpReason, Instant, ManualClock, Outcome,
+    Permit, Policy, Reason, RetryBudget, RetryQuota, State, StateChange,
+};
+use serde::Serialize;
+
+use crate::arrivals::Arrivals;
+use crate::chart::{Class, Collector, Row};
+use crate::error::CliError;
+use crate::scenario::{Answer, Scenario};
+use crate::trace::TraceReader;
+use crate::upstream::Upstream;
+
+/// Milliseconds for output: an integer when whole, else a float.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Ms(pub u64);
+
+impl Ms {
+    /// Milliseconds as a float.
+    pub fn ms(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+}
+
+impl Serialize for Ms {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0 % 1_000_000 == 0 {
+            s.serialize_u64(self.0 / 1_000_000)
+        } else {
+            s.serialize_f64(self.ms())
+        }
+    }
+}
+
+/// Upstream requests by how they ended.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Outcomes {
+    /// 1xx-3xx.
+    pub success: u64,
+    /// Reachable but not a success, not retryable (a 404).
+    pub answer: u64,
+    /// Transient failures.
+    pub failure: u64,
+    /// Rate-limited with a usable delay.
+    pub retry_later: u64,
+    /// Abandoned by the caller's timeout.
+    pub timeout: u64,
+}
+
+/// The figures of one run. Times are virtual milliseconds.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// Scenario name.
+    pub scenario: String,
+    /// The file the configuration came from.
+    pub config: String,
+    /// Virtual time of the last event processed.
+    pub end_ms: Ms,
+    /// Logical calls that arrived.
+    pub calls: u64,
+    /// Requests that reached the upstream (first attempts, retries and probes).
+    pub upstream_requests: u64,
+    /// Those requests by outcome.
+    pub upstream_outcomes: Outcomes,
+    /// Admissions the breaker refused.
+    pub refused: u64,
+    /// Times the breaker opened from closed.
+    pub opens: u64,
+    /// Times it closed by recovering.
+    pub closes: u64,
+    /// Closes followed by a re-open within one probe interval (the interval in force at the
+    /// close).
+    pub premature_closes: u64,
+    /// Probes admitted while open.
+    pub probes: u64,
+    /// Logical calls that stopped without an answer (every reason except a final answer).
+    pub give_ups: u64,
+    /// Give-ups by reason (`breaker_open`, `budget_spent`, ...).
+    pub give_ups_by_reason: BTreeMap<String, u64>,
+    /// Give-ups on a rate-limited answer (the decision carried the server's delay).
+    pub rate_limit_give_ups: u64,
+    /// Those by reason.
+    pub rate_limit_give_ups_by_reason: BTreeMap<String, u64>,
+    /// Calls that ended in a success.
+    pub calls_succeeded: u64,
+    /// Calls that ended in a final non-success answer (a 404).
+    pub calls_answered: u64,
+    /// Single-attempt calls (no budget configured) whose one attempt failed.
+    pub calls_failed: u64,
+    /// Retries scheduled (waits started, including waits for the breaker).
+    pub retries: u64,
+    /// Total time of those waits.
+    pub wait_ms_total: Ms,
+    /// Calls that queued for a free caller (concurrency limit).
+    pub queued: u64,
+    /// When the upstream last started answering again after failing.
+    pub upstream_recovered_at_ms: Option<Ms>,
+    /// From that recovery to the breaker's next close (0 if it was closed then; null if it
+    /// never closed after it).
+    pub recovery_to_close_ms: Option<Ms>,
+    /// Most upstream requests a premature close let through (between the close and the re-open
+    /// within one probe interval); 0 when no close was premature.
+    pub largest_burst_after_close: u64,
+    /// Rate-limit episodes of the budget.
+    pub rate_limit_episodes: u64,
+    /// The configured rate-limit budget per episode.
+    pub budget_ms: Option<Ms>,
+    /// The most of it one episode used (time from its first rate-limited answer to its last
+    /// decision).
+    pub budget_spent_ms: Option<Ms>,
+    /// Lowest retry-quota balance seen (tokens), with a quota configured.
+    pub quota_low_water: Option<u64>,
+    /// Answers that arrived for an earlier episode and moved nothing.
+    pub stale_answers: u64,
+    /// Calls still in progress or queued when the run ended (`end_ms`).
+    pub in_flight_at_end: u64,
+    /// Trace lines skipped as malformed (`--skip-malformed`).
+    pub malformed_lines_skipped: u64,
+}
+
+/// One line of the timeline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    /// The breaker changed state.
+    State {
+        /// When, ns.
+        t: u64,
+        /// Before.
+        from: State,
+        /// After.
+        to: State,
+        /// Why.
+        reason: Reason,
+        /// Episode after the change.
+        episode: u32,
+        /// For openings: time to the next probe, ns.
+        open_for: Option<u64>,
+    },
+    /// A probe was admitted.
+    Probe {
+        /// When, ns.
+        t: u64,
+        /// The call.
+        call: u64,
+    },
+    /// A probe's answer.
+    ProbeAnswer {
+        /// When, ns.
+        t: u64,
+        /// The call.
+        call: u64,
+        /// Status, or none for a timeout.
+        status: Option<u16>,
+        /// Outcome name.
+        outcome: &'static str,
+    },
+    /// The breaker refused a call.
+    Refused {
+        /// When, ns.
+        t: u64,
+        /// The call.
+        call: u64,
+        /// Time to the next probe, ns.
+        retry_after: Option<u64>,
+        /// What the call did then.
+        then: Then,
+    },
+    /// A call waits before its next attempt.
+    Wait {
+        /// When, ns.
+        t: u64,
+        /// The call.
+        call: u64,
+        /// How long, ns.
+        delay: u64,
+        /// `retry_after`, `backoff` or `breaker`.
+        source: &'static str,
+        /// The status that caused it (none for a breaker wait).
+        status: Option<u16>,
+    },
+    /// A call gave up.
+    GiveUp {
+        /// When, ns.
+        t: u64,
+        /// The call.
+        call: u64,
+        /// Why.
+        reason: &'static str,
+        /// Attempts that reached the upstream.
+        attempts: u32,
+    },
+    /// A request that was not a probe got its answer (folded into runs in the timeline).
+    Sent {
+        /// When the answer came, ns.
+        t: u64,
+        /// The call.
+        call: u64,
+        /// Outcome name (`success`, `answer`, `failure`, `retry_later`, `timeout`).
+        outcome: &'static str,
+    },
+    /// The upstream started answering again.
+    Recovered {
+        /// When, ns.
+        t: u64,
+    },
+}
+
+/// What a refused call did next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Then {
+    /// Nothing more (a single-attempt call without a budget).
+    Stopped,
+    /// Gave up (`breaker_open`: the breaker stays closed to it beyond its budget).
+    GaveUp,
+    /// Waits for the breaker, then asks again.
+    Waits,
+}
+
+/// Receives the timeline as it happens (streamed; nothing is kept).
+pub trait Sink {
+    /// One event.
+    fn event(&mut self, ev: Event) -> Result<(), CliError>;
+}
+
+/// Run options.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Skip malformed trace lines (with a warning) instead of stopping.
+    pub skip_malformed: bool,
+    /// Collect chart data.
+    pub chart: bool,
+}
+
+/// The result of a run.
+pub struct Run {
+    /// The figures.
+    pub summary: Summary,
+    /// Chart data, when asked for.
+    pub chart: Option<Collector>,
+}
+
+struct CallState {
+    id: u64,
+    call: Call,
+    attempts: u32,
+    own: Option<Answer>,
+}
+
+struct AnswerJob {
+    cs: CallState,
+    permit: Permit,
+    answer: Answer,
+    timed_out: bool,
+    sent: u64,
+}
+
+// Boxed so that heap items stay small: a breaker wait can park many calls at once.
+enum Job {
+    Attempt(Box<CallState>),
+    Answer(Box<AnswerJob>),
+}
+
+struct Item {
+    t: u64,
+    seq: u64,
+    job: Job,
+}
+
+impl PartialEq for Item {
+    fn eq(&self, o: &Self) -> bool {
+        (self.t, self.seq) == (o.t, o.seq)
+    }
+}
+impl Eq for Item {}
+impl PartialOrd for Item {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Item {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        // BinaryHeap is a max-heap: reverse for earliest first.
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+fn state_row(s: State) -> Row {
+    match s {
+        State::Closed | State::Disabled => Row::Closed,
+        State::HalfOpen => Row::HalfOpen,
+        State::Open | State::ForcedOpen => Row::Open,
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> CliError {
+    CliError::msg(format!("internal error: {e}"))
+}
+
+struct Engine<'s> {
+    clock: ManualClock,
+    breaker: Arc<Breaker>,
+    has_breaker: bool,
+    policy: Option<Policy>,
+    budget: Option<Arc<RetryBudget>>,
+    quota: Option<Arc<RetryQuota>>,
+    classifier: Classifier,
+    upstream: Upstream,
+    heap: BinaryHeap<Item>,
+    seq: u64,
+    active: u64,
+    queue: VecDeque<(u64, Option<Answer>)>,
+    concurrency: Option<u64>,
+    timeout: Option<u64>,
+    events: Arc<Mutex<Vec<StateChange>>>,
+    events_flag: Arc<AtomicBool>,
+    sink: Option<&'s mut dyn Sink>,
+    chart: Option<Collector>,
+    s: Summary,
+    state: State,
+    interval: u64,
+    last_close: Option<(u64, u64)>,
+    burst_live: bool,
+    burst: u64,
+    pending_recovery: Option<u64>,
+    rl_start: Option<Instant>,
+    next_id: u64,
+}
+
+/// Runs a scenario.
+pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result<Run, CliError> {
+    let wall = wall_origin(scn, opts.skip_malformed)?;
+    let clock = ManualClock::with_wall_origin(wall);
+    let shared: Arc<dyn holdoff::Clock> = Arc::new(clock.clone());
+    let at = |e: holdoff::ConfigError| {
+        CliError::in_file(&scn.config_origin, e.rule).field(format!("config.{}", e.field))
+    };
+    let cfg = &scn.config;
+    let has_breaker = cfg.breaker.is_some();
+    let bcfg = match &cfg.breaker {
+        Some(b) => b.to_config().map_err(at)?,
+        None => BreakerConfig::default(),
+    };
+    let breaker = Arc::new(Breaker::new(bcfg, Arc::clone(&shared)).map_err(at)?);
+    if !has_breaker {
+        breaker.disable();
+        breaker.drain_events();
+    }
+    let classifier = Classifier::new(
+        cfg.classifier
+            .clone()
+            .unwrap_or_default()
+            .to_config()
+            .map_err(at)?,
+    )
+    .map_err(at)?;
+    let quota = match &cfg.quota {
+        Some(q) => Some(Arc::new(RetryQuota::new(q.to_config().map_err(at)?).map_err(at)?)),
+        None => None,
+    };
+    let budget = match &cfg.budget {
+        Some(b) => Some(Arc::new(
+            RetryBudget::new(b.to_config().map_err(at)?, Arc::clone(&shared)).map_err(at)?,
+        )),
+        None => None,
+    };
+    let policy = match &budget {
+        Some(b) => Some(
+            Policy::new(
+                Arc::clone(&breaker),
+                Arc::clone(b),
+                quota.clone(),
+                classifier.clone(),
+            )
+            .map_err(at)?,
+        ),
+        None => None,
+    };
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let events_flag = Arc::new(AtomicBool::new(false));
+    {
+        let (q, f) = (Arc::clone(&events), Arc::clone(&events_flag));
+        breaker.set_listener(Some(Arc::new(move |ev: &StateChange| {
+            q.lock().unwrap_or_else(|e| e.into_inner()).push(*ev);
+            f.store(true, Ordering::Release);
+        })));
+    }
+    let upstream = Upstream::new(scn, classifier.clone(), wall, opts.skip_malformed)?;
+    let mut arrivals = Arrivals::new(scn, opts.skip_malformed)?;
+
+    let interval = breaker.config().open_interval.initial.as_nanos() as u64;
+    let mut e = Engine {
+        clock,
+        breaker,
+        has_breaker,
+        policy,
+        budget,
+        quota,
+        classifier,
+        upstream,
+        heap: BinaryHeap::new(),
+        seq: 0,
+        active: 0,
+        queue: VecDeque::new(),
+        concurrency: scn.concurrency,
+        timeout: scn.timeout,
+        events,
+        events_flag,
+        sink,
+        chart: opts.chart.then(|| Collector::new(has_breaker)),
+        s: Summary {
+            scenario: scn.name.clone(),
+            config: scn.config_origin.display().to_string(),
+            ..Summary::default()
+        },
+        state: if has_breaker {
+            State::Closed
+        } else {
+            State::Disabled
+        },
+        interval,
+        last_close: None,
+        burst_live: false,
+        burst: 0,
+        pending_recovery: None,
+        rl_start: None,
+        next_id: 1,
+    };
+    if let Some(b) = &e.budget {
+        e.s.budget_ms = Some(Ms(b.config().max_rate_limit_duration.as_nanos() as u64));
+    }
+    if let Some(q) = &e.quota {
+        e.s.quota_low_water = Some(q.available());
+    }
+
+    let end = scn.end.unwrap_or(u64::MAX);
+    let mut now = 0u64;
+    loop {
+        let next_arrival = arrivals.peek();
+        let next_job = e.heap.peek().map(|i| i.t);
+        let take_job = match (next_job, next_arrival) {
+            (None, None) => break,
+            (Some(j), Some(a)) => j <= a,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+        };
+        let t = if take_job {
+            next_job.unwrap_or(0)
+        } else {
+            next_arrival.unwrap_or(0)
+        };
+        if t > end {
+            break;
+        }
+        now = t;
+        e.clock.set(Instant::from_nanos(t)).map_err(internal)?;
+        // Time passes for the upstream too, so a recovery shows at its own time.
+        e.upstream.advance_to(t)?;
+        if let Some(r) = e.upstream.take_recovery() {
+            e.on_recovery(r)?;
+        }
+        if take_job {
+            let Some(item) = e.heap.pop() else { break };
+            match item.job {
+                Job::Attempt(cs) => e.attempt(t, *cs)?,
+                Job::Answer(a) => {
+                    let a = *a;
+                    e.on_answer(t, a.cs, a.permit, a.answer, a.timed_out, a.sent)?
+                }
+            }
+        } else if let Some((t, rec)) = arrivals.pop()? {
+            let own = rec.map(|r| {
+                e.upstream.feed(&r);
+                r.answer
+            });
+            e.s.calls += 1;
+            let id = e.next_id;
+            e.next_id += 1;
+            e.start(t, id, own)?;
+        }
+    }
+    if let Some(end) = scn.end {
+        now = end;
+    }
+    let skipped = arrivals.skipped();
+    e.finish(now, skipped)
+}
+
+fn wall_origin(scn: &Scenario, skip: bool) -> Result<SystemTime, CliError> {
+    if let Some(w) = scn.wall_origin {
+        return Ok(w);
+    }
+    if let Some(t) = &scn.trace {
+        if let Some(o) = &t.origin {
+            return Ok(crate::scenario::to_system_time(o));
+        }
+        let mut rdr = TraceReader::open(t, skip, false)?;
+        rdr.next_record()?;
+        if let Some(o) = rdr.origin() {
+            return Ok(crate::scenario::to_system_time(&o));
+        }
+    }
+    Ok(UNIX_EPOCH)
+}
+
+impl Engine<'_> {
+    fn emit(&mut self, ev: Event) -> Result<(), CliError> {
+        match &mut self.sink {
+            Some(s) => s.event(ev),
+            None => Ok(()),
+        }
+    }
+
+    fn schedule(&mut self, t: u64, job: Job) {
+        self.seq += 1;
+        self.heap.push(Item {
+            t,
+            seq: self.seq,
+            job,
+        });
+    }
+
+    fn start(&mut self, t: u64, id: u64, own: Option<Answer>) -> Result<(), CliError> {
+        if let Some(limit) = self.concurrency {
+            if self.active >= limit {
+                self.s.queued += 1;
+                self.queue.push_back((id, own));
+                return Ok(());
+            }
+        }
+        self.active += 1;
+        self.attempt(
+            t,
+            CallState {
+                id,
+                call: Call::new(),
+                attempts: 0,
+                own,
+            },
+        )
+    }
+
+    fn end_call(&mut self, t: u64) -> Result<(), CliError> {
+        self.active -= 1;
+        if let Some((id, own)) = self.queue.pop_front() {
+            self.active += 1;
+            self.attempt(
+                t,
+                CallState {
+                    id,
+                    call: Call::new(),
+                    attempts: 0,
+                    own,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
+    fn refused(&mut self, t: u64, call: u64, retry_after: Option<u64>, then: Then) -> Result<(), CliError> {
+        self.s.refused += 1;
+        if let Some(c) = &mut self.chart {
+            c.refused(t);
+        }
+        if self.sink.is_some() {
+            self.emit(Event::Refused {
+                t,
+                call,
+                retry_after,
+                then,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Counts a give-up; `emit` is false when the refusal line already says so.
+    fn give_up(
+        &mut self,
+        t: u64,
+        cs: &CallState,
+        reason: GiveUpReason,
+        rate_limited: bool,
+        emit: bool,
+    ) -> Result<(), CliError> {
+        if reason == GiveUpReason::NotRetryable {
+            self.s.calls_answered += 1;
+            return Ok(());
+        }
+        self.s.give_ups += 1;
+        *self
+            .s
+            .give_ups_by_reason
+            .entry(reason.name().to_string())
+            .or_default() += 1;
+        if rate_limited {
+            self.s.rate_limit_give_ups += 1;
+            *self
+                .s
+                .rate_limit_give_ups_by_reason
+                .entry(reason.name().to_string())
+                .or_default() += 1;
+        }
+        if let Some(c) = &mut self.chart {
+            c.gave_up(t);
+        }
+        if !emit {
+            return Ok(());
+        }
+        self.emit(Event::GiveUp {
+            t,
+            call: cs.id,
+            reason: reason.name(),
+            attempts: cs.attempts,
+        })
+    }
+
+    fn attempt(&mut self, t: u64, mut cs: CallState) -> Result<(), CliError> {
+        if let Some(p) = &self.policy {
+            match p.before_attempt(&mut cs.call) {
+                Before::Go(permit) => self.send(t, cs, permit),
+                Before::Wait(d) => {
+                    self.drain()?;
+                    let d = d.as_nanos() as u64;
+                    self.refused(t, cs.id, Some(d), Then::Waits)?;
+                    self.wait(t, cs, d, "breaker", None, false)
+                }
+                Before::GiveUp { reason, retry_after } => {
+                    self.drain()?;
+                    self.refused(t, cs.id, retry_after.map(|d| d.as_nanos() as u64), Then::GaveUp)?;
+                    self.give_up(t, &cs, reason, false, false)?;
+                    self.end_call(t)
+                }
+            }
+        } else {
+            match self.breaker.allow() {
+                Ok(permit) => self.send(t, cs, permit),
+                Err(r) => {
+                    self.drain()?;
+                    self.refused(
+                        t,
+                        cs.id,
+                        r.retry_after.map(|d| d.as_nanos() as u64),
+                        Then::Stopped,
+                    )?;
+                    self.end_call(t)
+                }
+            }
+        }
+    }
+
+    fn wait(
+        &mut self,
+        t: u64,
+        cs: CallState,
+        d: u64,
+        source: &'static str,
+        status: Option<u16>,
+        emit: bool,
+    ) -> Result<(), CliError> {
+        self.s.retries += 1;
+        self.s.wait_ms_total.0 = self.s.wait_ms_total.0.saturating_add(d);
+        if let Some(c) = &mut self.chart {
+            c.wait(t);
+        }
+        if emit && self.sink.is_some() {
+            self.emit(Event::Wait {
+                t,
+                call: cs.id,
+                delay: d,
+                source,
+                status,
+            })?;
+        }
+        self.schedule(t.saturating_add(d), Job::Attempt(Box::new(cs)));
+        Ok(())
+    }
+
+    fn send(&mut self, t: u64, mut cs: CallState, permit: Permit) -> Result<(), CliError> {
+        cs.attempts += 1;
+        self.s.upstream_requests += 1;
+        if permit.is_probe() {
+            if let Some(c) = &mut self.chart {
+                c.probe(t);
+            }
+            self.emit(Event::Probe { t, call: cs.id })?;
+        }
+        self.drain()?;
+        if !permit.is_probe() && self.burst_live {
+            match self.last_close {
+                Some((tc, iv)) if t.saturating_sub(tc) <= iv => self.burst += 1,
+                _ => self.burst_live = false,
+            }
+        }
+        let own = if cs.attempts == 1 { cs.own.take() } else { None };
+        let answer = self.upstream.answer(t, own)?;
+        if let Some(r) = self.upstream.take_recovery() {
+            self.on_recovery(r)?;
+        }
+        match self.timeout {
+            Some(to) if answer.latency >= to => {
+                let at = t.saturating_add(to);
+                self.schedule(
+                    at,
+                    Job::Answer(Box::new(AnswerJob {
+                        cs,
+                        permit,
+                        answer,
+                        timed_out: true,
+                        sent: t,
+                    })),
+                );
+                Ok(())
+            }
+            _ if answer.latency == 0 => self.on_answer(t, cs, permit, answer, false, t),
+            _ => {
+                let at = t.saturating_add(answer.latency);
+                self.schedule(
+                    at,
+                    Job::Answer(Box::new(AnswerJob {
+                        cs,
+                        permit,
+                        answer,
+                        timed_out: false,
+                        sent: t,
+                    })),
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn answered(
+        &mut self,
+        t: u64,
+        call: u64,
+        probe: bool,
+        status: Option<u16>,
+        o: Outcome,
+    ) -> Result<(), CliError> {
+        if self.sink.is_none() {
+            return Ok(());
+        }
+        let outcome = match o {
+            Outcome::RetryLater(d) if d.is_zero() => "failure",
+            o => o.name(),
+        };
+        if probe {
+            self.emit(Event::ProbeAnswer {
+                t,
+                call,
+                status,
+                outcome,
+            })
+        } else {
+            self.emit(Event::Sent { t, call, outcome })
+        }
+    }
+
+    fn count_outcome(&mut self, sent: u64, o: Outcome) -> Class {
+        let (class, slot) = match o {
+            Outcome::Success => (Class::Success, &mut self.s.upstream_outcomes.success),
+            Outcome::Answer => (Class::Answer, &mut self.s.upstream_outcomes.answer),
+            Outcome::RetryLater(d) if !d.is_zero() => {
+                (Class::RateLimited, &mut self.s.upstream_outcomes.retry_later)
+            }
+            Outcome::Timeout => (Class::Timeout, &mut self.s.upstream_outcomes.timeout),
+            _ => (Class::Failure, &mut self.s.upstream_outcomes.failure),
+        };
+        *slot += 1;
+        if let Some(c) = &mut self.chart {
+            c.request(sent, class);
+        }
+        class
+    }
+
+    fn on_answer(
+        &mut self,
+        t: u64,
+        mut cs: CallState,
+        permit: Permit,
+        answer: Answer,
+        timed_out: bool,
+        sent: u64,
+    ) -> Result<(), CliError> {
+        let probe = permit.is_probe();
+        let status = (!timed_out).then_some(answer.status);
+        let headers = answer.retry_after.as_deref().map(|v| ("retry-after", v));
+        if let Some(p) = &self.policy {
+            let (decision, outcome) = if timed_out {
+                let d = p
+                    .after_attempt(&mut cs.call, permit, Outcome::Timeout)
+                    .map_err(internal)?;
+                (d, Outcome::Timeout)
+            } else {
+                let (d, c) = p
+                    .after_response(&mut cs.call, permit, answer.status, headers)
+                    .map_err(internal)?;
+                (d, c.outcome)
+            };
+            self.count_outcome(sent, outcome);
+            // A retry or a give-up gets its own line naming the status; only a request that ends
+            // its call is folded into the "requests reached the upstream" runs.
+            let ends = matches!(
+                decision,
+                Decision::Done
+                    | Decision::GiveUp {
+                        reason: GiveUpReason::NotRetryable,
+                        ..
+                    }
+            );
+            if probe || ends {
+                self.answered(t, cs.id, probe, status, outcome)?;
+            }
+            self.drain()?;
+            self.track_budget(t, matches!(outcome, Outcome::RetryLater(d) if !d.is_zero()));
+            match decision {
+                Decision::Done => {
+                    self.s.calls_succeeded += 1;
+                    self.end_call(t)
+                }
+                Decision::Retry { delay, source, .. } => {
+                    if let Some(q) = &self.quota {
+                        let a = q.available();
+                        self.s.quota_low_water = Some(self.s.quota_low_water.map_or(a, |w| w.min(a)));
+                    }
+                    self.wait(t, cs, delay.as_nanos() as u64, source.name(), status, true)
+                }
+                Decision::GiveUp { reason, server_delay } => {
+                    self.give_up(t, &cs, reason, server_delay.is_some(), true)?;
+                    self.end_call(t)
+                }
+            }
+        } else {
+            let outcome = if timed_out {
+                Outcome::Timeout
+            } else {
+                let wall = holdoff::Clock::wall_at(&self.clock, Instant::from_nanos(t));
+                self.classifier
+                    .classify(answer.status, headers, wall)
+                    .map_err(internal)?
+                    .outcome
+            };
+            self.breaker.record(permit, outcome).map_err(internal)?;
+            self.count_outcome(sent, outcome);
+            match outcome {
+                Outcome::Success => self.s.calls_succeeded += 1,
+                Outcome::Answer => self.s.calls_answered += 1,
+                _ => self.s.calls_failed += 1,
+            }
+            self.answered(t, cs.id, probe, status, outcome)?;
+            self.drain()?;
+            self.end_call(t)
+        }
+    }
+
+    fn track_budget(&mut self, t: u64, rate_limited: bool) {
+        let Some(b) = &self.budget else { return };
+        if !rate_limited && self.rl_start.is_none() {
+            return;
+        }
+        let start = b.episode_start();
+        if start.is_some() && start != self.rl_start {
+            self.s.rate_limit_episodes += 1;
+        }
+        if let (true, Some(a)) = (rate_limited, start) {
+            // The budget an episode has used is the time from its first rate-limited answer to
+            // the latest one it decided on.
+            self.note_spent(t.saturating_sub(a.as_nanos()));
+        }
+        self.rl_start = start;
+    }
+
+    fn note_spent(&mut self, ns: u64) {
+        let cur = self.s.budget_spent_ms.map_or(0, |m| m.0);
+        self.s.budget_spent_ms = Some(Ms(cur.max(ns)));
+    }
+
+    fn on_recovery(&mut self, r: u64) -> Result<(), CliError> {
+        self.s.upstream_recovered_at_ms = Some(Ms(r));
+        if !self.has_breaker {
+            return self.emit(Event::Recovered { t: r });
+        }
+        if matches!(self.state, State::Closed | State::Disabled) {
+            self.s.recovery_to_close_ms = Some(Ms(0));
+            self.pending_recovery = None;
+        } else {
+            self.s.recovery_to_close_ms = None;
+            self.pending_recovery = Some(r);
+        }
+        self.emit(Event::Recovered { t: r })
+    }
+
+    fn drain(&mut self) -> Result<(), CliError> {
+        if !self.events_flag.load(Ordering::Relaxed) || !self.events_flag.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let evs: Vec<StateChange> =
+            std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()));
+        for ev in evs {
+            self.on_state(ev)?;
+        }
+        Ok(())
+    }
+
+    fn on_state(&mut self, ev: StateChange) -> Result<(), CliError> {
+        let t = ev.at.as_nanos();
+        if let Some(d) = ev.open_for {
+            self.interval = d.as_nanos() as u64;
+        }
+        let opened = ev.from == State::Closed && ev.to == State::Open;
+        let closed = ev.reason == Reason::Recovered;
+        if opened {
+            if let Some((tc, iv)) = self.last_close.take() {
+                if t.saturating_sub(tc) <= iv {
+                    self.s.premature_closes += 1;
+                    self.s.largest_burst_after_close = self.s.largest_burst_after_close.max(self.burst);
+                }
+            }
+            self.burst_live = false;
+        }
+        if closed {
+            // Bring the upstream model up to the close, so a recovery just before it counts.
+            self.upstream.advance_to(t)?;
+            if let Some(r) = self.upstream.take_recovery() {
+                self.on_recovery(r)?;
+            }
+            self.last_close = Some((t, self.interval));
+            self.burst_live = true;
+            self.burst = 0;
+            if let Some(r) = self.pending_recovery.take() {
+                self.s.recovery_to_close_ms = Some(Ms(t.saturating_sub(r)));
+            }
+        }
+        self.state = ev.to;
+        if let Some(c) = &mut self.chart {
+            c.state(t, state_row(ev.to), opened, closed);
+        }
+        self.emit(Event::State {
+            t,
+            from: ev.from,
+            to: ev.to,
+            reason: ev.reason,
+            episode: ev.episode,
+            open_for: ev.open_for.map(|d| d.as_nanos() as u64),
+        })
+    }
+
+    fn finish(mut self, now: u64, skipped_by_callers: u64) -> Result<Run, CliError> {
+        self.drain()?;
+        self.s.end_ms = Ms(now);
+        let snap = self.breaker.snapshot();
+        if self.has_breaker {
+            self.s.opens = snap.opens;
+            self.s.closes = snap.closes;
+            self.s.probes = snap.probes;
+            self.s.stale_answers = snap.stale_answers;
+        }
+        self.s.in_flight_at_end = self.active + self.queue.len() as u64;
+        self.s.malformed_lines_skipped = self.upstream.skipped() + skipped_by_callers;
+        if let Some(c) = &mut self.chart {
+            c.finish(now);
+        }
+        Ok(Run {
+            summary: self.s,
+            chart: self.chart,
+        })
+    }
+}

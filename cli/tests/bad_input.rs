@@ -1,0 +1,306 @@
+//! Bad input: each is one line on stderr naming the file, line and field, exit code 2, never a
+//! panic or a backtrace.
+
+mod common;
+
+use std::path::Path;
+
+use common::fails;
+
+const CALLERS: &str = "[[callers.arrivals]]\nkind = \"list\"\nat_ms = [0]\n";
+
+fn write(dir: &Path, name: &str, text: &str) {
+    std::fs::write(dir.join(name), text).unwrap();
+}
+
+fn sim(dir: &Path, file: &str) -> String {
+    fails(&["simulate", file], dir)
+}
+
+#[test]
+fn unknown_key() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "s.toml",
+        &format!("[config.breaker]\nrecoveries = 3\nrecoverys = 2\n{CALLERS}[upstream]\n"),
+    );
+    let e = sim(d.path(), "s.toml");
+    assert!(
+        e.starts_with("error: s.toml:3: config.breaker.recoverys: unknown field `recoverys`"),
+        "{e}"
+    );
+    write(
+        d.path(),
+        "u.json",
+        r#"{"callers": {"arrivals": [{"kind": "list", "at_ms": [0]}]},
+ "upstream": {"phases": [{"from_ms": 0, "status": 200, "sttaus": 1}]}}"#,
+    );
+    let e = sim(d.path(), "u.json");
+    assert!(
+        e.starts_with("error: u.json:2: upstream.phases[0].sttaus: unknown field"),
+        "{e}"
+    );
+}
+
+#[test]
+fn wrong_types() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "s.toml",
+        &format!("[config.breaker]\nrecoveries = \"three\"\n{CALLERS}[upstream]\n"),
+    );
+    let e = sim(d.path(), "s.toml");
+    assert!(
+        e.starts_with("error: s.toml:2: config.breaker.recoveries: invalid type: string \"three\""),
+        "{e}"
+    );
+    write(
+        d.path(),
+        "r.json",
+        "{\"callers\": {\"arrivals\": [\n {\"kind\": \"rate\", \"per_second\": \"fast\", \"to_ms\": 10}]},\n \"upstream\": {}}",
+    );
+    let e = sim(d.path(), "r.json");
+    assert!(
+        e.starts_with("error: r.json:2: callers.arrivals[0].per_second: invalid type: string \"fast\""),
+        "{e}"
+    );
+    write(
+        d.path(),
+        "k.toml",
+        "[[callers.arrivals]]\nkind = \"list\"\nat_ms = [0]\nevery_ms = 5\n[upstream]\n",
+    );
+    let e = sim(d.path(), "k.toml");
+    assert!(
+        e.starts_with("error: k.toml:4: callers.arrivals[0].every_ms: not a field of kind list"),
+        "{e}"
+    );
+}
+
+#[test]
+fn invalid_configuration_values_name_the_field_and_line() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "s.toml",
+        &format!("[config.breaker]\nrecoveries = 3\n[config.breaker.open_interval]\ninitial_ms = -5\n{CALLERS}[upstream]\n"),
+    );
+    let e = sim(d.path(), "s.toml");
+    assert!(
+        e.starts_with("error: s.toml:4: config.breaker.open_interval.initial: must not be negative"),
+        "{e}"
+    );
+}
+
+#[test]
+fn negative_latencies() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "s.toml",
+        &format!("{CALLERS}[[upstream.phases]]\nfrom_ms = 0\nstatus = 200\nlatency_ms = -5\n"),
+    );
+    let e = sim(d.path(), "s.toml");
+    assert!(
+        e.starts_with("error: s.toml:7: upstream.phases[0].latency_ms: must not be negative"),
+        "{e}"
+    );
+    write(d.path(), "t.csv", "t_ms,status,latency_ms\n0,200,10\n5,200,-3\n");
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"t.csv\"\n",
+    );
+    let e = sim(d.path(), "t.toml");
+    assert!(
+        e.starts_with("error: t.csv:3: latency_ms: must not be negative"),
+        "{e}"
+    );
+}
+
+#[test]
+fn times_going_backwards_in_a_trace() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "t.csv", "t_ms,status\n0,200\n1000,200\n500,503\n");
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"t.csv\"\n",
+    );
+    let e = sim(d.path(), "t.toml");
+    assert_eq!(
+        e,
+        "error: t.csv:4: t_ms: time goes backwards (500 ms after a record at 1000 ms); a trace must be in time order"
+    );
+    write(
+        d.path(),
+        "t.jsonl",
+        "{\"time\": \"2026-01-01T00:00:10Z\", \"status\": 200}\n{\"time\": \"2026-01-01T00:00:09Z\", \"status\": 200}\n",
+    );
+    write(
+        d.path(),
+        "j.toml",
+        &format!("{CALLERS}[upstream.trace]\nfile = \"t.jsonl\"\n"),
+    );
+    let e = sim(d.path(), "j.toml");
+    assert!(e.starts_with("error: t.jsonl:2: time: "), "{e}");
+}
+
+#[test]
+fn malformed_lines_are_fatal_or_skipped_by_flag() {
+    let d = tempfile::tempdir().unwrap();
+    write(
+        d.path(),
+        "t.csv",
+        "t_ms,status\n0,200\n1000,abc\n2000,700\n3000,200\n",
+    );
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"t.csv\"\n",
+    );
+    let e = sim(d.path(), "t.toml");
+    assert_eq!(e, "error: t.csv:3: status: must be an integer HTTP status");
+    let out = common::holdoff()
+        .current_dir(d.path())
+        .args(["simulate", "t.toml", "--skip-malformed", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        err.lines().collect::<Vec<_>>(),
+        [
+            "warning: t.csv:3: status: must be an integer HTTP status (line skipped)",
+            "warning: t.csv:4: status: must be an HTTP status between 100 and 599, got 700 (line skipped)",
+        ]
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["calls"], 2);
+    assert_eq!(v["summary"]["malformed_lines_skipped"], 2);
+}
+
+#[test]
+fn bad_lines_in_every_trace_format() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "a.csv",
+            "csv",
+            "t_ms,status,colour\n0,200,red\n",
+            "error: a.csv:1: colour: unknown column",
+        ),
+        (
+            "b.csv",
+            "csv",
+            "t_ms,status\n0,200,9\n",
+            "error: b.csv:2: 3 fields where the header has 2",
+        ),
+        (
+            "c.jsonl",
+            "jsonl",
+            "{\"t_ms\": 0, \"status\": 200, \"colour\": 1}\n",
+            "error: c.jsonl:1: colour: unknown field `colour`",
+        ),
+        (
+            "d.jsonl",
+            "jsonl",
+            "\n{\"t_ms\": 0, \"status\": \"ok\"}\n",
+            "error: d.jsonl:2: status: invalid type: string \"ok\"",
+        ),
+        (
+            "e.log",
+            "combined",
+            "this is not a log line\n",
+            "error: e.log:1: not a line of the combined log format",
+        ),
+        (
+            "f.log",
+            "common",
+            "127.0.0.1 - - [10/Oct/2026:13:55:36 +0000] \"GET / HTTP/1.1\" 200 5\nnope\n",
+            "error: f.log:2: not a line of the common log format",
+        ),
+    ];
+    for (file, format, text, want) in cases {
+        write(d.path(), file, text);
+        let scn = format!("{CALLERS}[upstream.trace]\nfile = \"{file}\"\nformat = \"{format}\"\n");
+        write(d.path(), "s.toml", &scn);
+        let e = sim(d.path(), "s.toml");
+        assert!(e.starts_with(want), "{file}: {e}");
+    }
+}
+
+#[test]
+fn empty_files() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "s.toml", "");
+    assert_eq!(sim(d.path(), "s.toml"), "error: s.toml: empty file");
+    write(d.path(), "w.json", "  \n");
+    assert_eq!(sim(d.path(), "w.json"), "error: w.json: empty file");
+    write(d.path(), "t.csv", "");
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"t.csv\"\n",
+    );
+    assert_eq!(sim(d.path(), "t.toml"), "error: t.csv: empty trace file");
+    write(d.path(), "h.csv", "t_ms,status\n");
+    write(
+        d.path(),
+        "h.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"h.csv\"\n",
+    );
+    assert_eq!(sim(d.path(), "h.toml"), "error: h.csv: the trace has no records");
+    write(d.path(), "n.toml", "[upstream]\n[callers]\n");
+    let e = sim(d.path(), "n.toml");
+    assert!(e.starts_with("error: n.toml:2: callers: no calls"), "{e}");
+}
+
+#[test]
+fn missing_files() {
+    let d = tempfile::tempdir().unwrap();
+    assert_eq!(sim(d.path(), "nothere.toml"), "error: nothere.toml: no such file");
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"gone.csv\"\n",
+    );
+    assert_eq!(sim(d.path(), "t.toml"), "error: gone.csv: no such file");
+    write(d.path(), "s.toml", &format!("{CALLERS}[upstream]\n"));
+    let e = fails(&["compare", "a.toml", "s.toml", "--scenario", "s.toml"], d.path());
+    assert_eq!(e, "error: a.toml: no such file");
+    let e = fails(&["simulate", "s.toml", "--plot", "chart.gif"], d.path());
+    assert_eq!(
+        e,
+        "error: chart.gif: --plot: the chart must be a .svg or .png file"
+    );
+}
+
+#[test]
+fn syntax_errors() {
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "s.toml", "[callers\n");
+    let e = sim(d.path(), "s.toml");
+    assert!(e.starts_with("error: s.toml:1: "), "{e}");
+    write(d.path(), "s.json", "{\n \"callers\": {,\n}");
+    let e = sim(d.path(), "s.json");
+    assert!(e.starts_with("error: s.json:2: "), "{e}");
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let out = common::holdoff()
+        .current_dir(d.path())
+        .args(["simulate"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = common::holdoff()
+        .current_dir(d.path())
+        .args(["frobnicate"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
