@@ -4,7 +4,8 @@
 //! two functions here and nothing else:
 //! * [`Policy::before_attempt`]: admits the attempt ([`Before::Go`]), says how long to wait for
 //!   the breaker ([`Before::Wait`]), or gives up now when the breaker stays open beyond what is
-//!   left of the budget ([`Before::GiveUp`]). A first attempt does not wait for an open breaker.
+//!   left of the budget ([`Before::GiveUp`]). A first attempt never waits for an open breaker,
+//!   even during a rate-limit episode: it fails fast with `breaker_open`.
 //! * [`Policy::after_attempt`]: records the outcome on the breaker, asks the budget, takes the
 //!   retry's cost from the quota, and returns done, retry after a delay, or give up. If the
 //!   breaker will not admit the retry before the budget's delay ends, the delay is the breaker's
@@ -124,7 +125,13 @@ impl Policy {
                 Before::Go(p)
             }
             Err(refusal) => match refusal.retry_after {
-                Some(wait) if wait <= self.budget.remaining_at(&call.retry, now.get()) => Before::Wait(wait),
+                // A first attempt fails fast (the breaker's point, and no herd of parked callers
+                // waking together); a retry waits if the breaker opens within its budget.
+                Some(wait)
+                    if call.attempts > 0 && wait <= self.budget.remaining_at(&call.retry, now.get()) =>
+                {
+                    Before::Wait(wait)
+                }
                 retry_after => Before::GiveUp {
                     reason: GiveUpReason::BreakerOpen,
                     retry_after,
