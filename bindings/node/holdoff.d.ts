@@ -1,0 +1,459 @@
+// Types of holdoff's public JavaScript API (holdoff.js). The native layer's generated types are
+// in index.d.ts. Durations are milliseconds (plain numbers, never BigInt).
+
+import { EventEmitter } from 'node:events'
+
+/** setTimeout's largest delay, 2^31-1 ms; `sleep` chains timers for longer waits. */
+export declare const MAX_TIMER_MS: number
+
+// ---------------------------------------------------------------------------------------------
+// Names
+
+/** A breaker's state. */
+export type State = 'closed' | 'open' | 'half_open' | 'forced_open' | 'disabled'
+/** Why a breaker's state changed. */
+export type Reason =
+  | 'tripped'
+  | 'retry_later'
+  | 'probe_admitted'
+  | 'probe_failed'
+  | 'recovered'
+  | 'forced_open'
+  | 'disabled'
+  | 'reset'
+/** What recording an outcome did. */
+export type Effect = 'counted' | 'stale' | 'ignored'
+/** Why a retry loop stopped. */
+export type GiveUpReason =
+  | 'budget_spent'
+  | 'retry_after_exceeds_remaining'
+  | 'backoff_exceeds_remaining'
+  | 'attempts_exhausted'
+  | 'not_retryable'
+  | 'quota_empty'
+  | 'breaker_open'
+  | 'cancelled'
+/** Where a retry's delay came from. */
+export type WaitSource = 'retry_after' | 'backoff' | 'breaker'
+/** Why a Retry-After value could not be used. */
+export type Unusable = 'missing' | 'malformed' | 'signed' | 'conflicting'
+/** Which header a retry hint came from. */
+export type HintSource = 'retry_after' | 'ratelimit_reset' | 'x_ratelimit_reset' | 'none'
+/** The stable error codes (conformance/README.md) plus the give-up codes. */
+export type ErrorCode =
+  | 'invalid_config'
+  | 'invalid_input'
+  | 'clock_backwards'
+  | 'permit_already_recorded'
+  | 'foreign_permit'
+  | 'give_up'
+  | 'breaker_open'
+
+/** The name of an outcome. */
+export type OutcomeName = 'success' | 'answer' | 'failure' | 'timeout' | 'cancelled'
+/**
+ * What happened to a call: `'success'`; `'answer'` (the upstream answered but it is not a
+ * success and retrying will not help, e.g. a 404); `'failure'`; `'timeout'`; `'cancelled'`;
+ * or `{ retryLaterMs }` (the upstream asked to be left alone that long, e.g. a 429/503 with
+ * Retry-After). A `Classification` is accepted as is.
+ */
+export type Outcome = OutcomeName | { readonly retryLaterMs: number } | Classification
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/** A permit misused: recorded twice (`permit_already_recorded`) or on another breaker (`foreign_permit`). */
+export declare class PermitError extends Error {
+  readonly name: 'PermitError'
+  readonly code: 'permit_already_recorded' | 'foreign_permit'
+}
+
+/** Configuration and argument errors are `RangeError`/`TypeError` with these fields. */
+export interface HoldoffErrorFields {
+  /** `invalid_config`, `invalid_input` or `clock_backwards`. */
+  readonly code: ErrorCode
+  /** The field, as the core names it in every language (`breaker.open_interval.initial`). */
+  readonly field?: string
+}
+
+/** The policy stopped retrying. */
+export declare class GiveUpError extends Error {
+  readonly name: 'GiveUpError' | 'BreakerOpenError'
+  readonly code: 'give_up' | 'breaker_open'
+  readonly reason: GiveUpReason
+  /** The server's own Retry-After of the last answer, if it had one. */
+  readonly serverDelayMs: number | null
+  /** Attempts made. */
+  readonly attempts: number
+  /** The last attempt's value, when it resolved (e.g. the last HTTP response). */
+  readonly result?: unknown
+  constructor(reason: GiveUpReason, message?: string, extra?: { cause?: unknown; result?: unknown; attempts?: number; serverDelayMs?: number | null })
+}
+
+/**
+ * The breaker refused the call: a `GiveUpError` with reason `breaker_open`, so one `catch`
+ * handles a failing upstream and a refusal alike.
+ */
+export declare class BreakerOpenError extends GiveUpError {
+  readonly name: 'BreakerOpenError'
+  readonly code: 'breaker_open'
+  readonly reason: 'breaker_open'
+  /** Time until the next probe may be admitted; `null` while forced open. */
+  readonly retryAfterMs: number | null
+  readonly state: State
+  readonly episode: number
+  constructor(retryAfterMs: number | null, state: State, episode: number, extra?: { cause?: unknown; result?: unknown; attempts?: number })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clock
+
+/** Where a wall-clock "now" comes from (for HTTP-dates): a manual clock, a date, or the system. */
+export interface WallNow {
+  /** Use this clock's wall time (its origin plus its time). */
+  clock?: ManualClock
+  /** A Date or Unix milliseconds. */
+  now?: Date | number
+}
+
+/**
+ * A clock that moves only when told to, for tests and simulations: nothing in holdoff sleeps or
+ * reads time behind your back. Time is milliseconds since the clock's origin.
+ */
+export declare class ManualClock {
+  /** `wallOriginUnixMs`: the wall time at the origin (default the Unix epoch). */
+  constructor(options?: { wallOriginUnixMs?: number })
+  /** Milliseconds since the origin. */
+  now(): number
+  /** Moves the clock to `ms`; `RangeError` `clock_backwards` if earlier than now. */
+  set(ms: number): void
+  /** Moves the clock forward by `ms`; returns the new time. */
+  advance(ms: number): number
+  /** How many times holdoff read this clock. */
+  readonly reads: number
+  readonly wallOriginUnixMs: number
+  wallNowUnixMs(): number
+}
+
+// ---------------------------------------------------------------------------------------------
+// Breaker
+
+/** Interval between probes while open: exponential with a cap, optional jitter, never giving up. */
+export interface BackoffOptions {
+  /** First interval (default 30 000 for a breaker, 500 for a budget). */
+  initialMs?: number
+  /** Growth per step, >= 1 (default 2). */
+  multiplier?: number
+  /** Cap (default 300 000 for a breaker, 60 000 for a budget; at least `initialMs`). */
+  maxMs?: number
+  /** Fraction in [0, 1) taken off at random by the core's seeded PRNG (default 0). */
+  jitter?: number
+}
+
+/** When a closed breaker opens. */
+export type TripOptions =
+  | { policy?: 'consecutive'; threshold: number }
+  | { policy: 'window'; threshold: number; windowMs: number }
+  | { policy: 'rate'; threshold: number; minCalls: number; windowMs: number; buckets?: number }
+
+export interface BreakerOptions {
+  /** Default: 5 consecutive failures. */
+  trip?: TripOptions
+  /** Default: 30 000 ms doubling to 300 000 ms, no jitter. */
+  openInterval?: BackoffOptions
+  /** Consecutive probe answers, one per interval, needed to close (default 3). */
+  recoveries?: number
+  /** Probes admitted per interval (default 1). */
+  maxProbesInFlight?: number
+  /** How long an unanswered probe holds its slot (default: the interval). */
+  probeTimeoutMs?: number
+  /** Guard on a provider's retry-later delay (default 300 000). */
+  maxRetryLaterMs?: number
+  /** Seed of the jitter PRNG (a whole number up to 2^53-1). */
+  seed?: number
+  /** The clock (default: the system's monotonic clock). */
+  clock?: ManualClock
+}
+
+/** Leave to make one call; record it exactly once. */
+export declare class Permit {
+  private constructor()
+  readonly admitted: true
+  /** The episode the call was admitted under: 0 while closed. */
+  readonly episode: number
+  /** Whether this call is a probe of an open breaker. */
+  readonly probe: boolean
+  /** Whether the permit was recorded. */
+  readonly recorded: boolean
+}
+
+/** A refused admission. */
+export interface Refusal {
+  readonly admitted: false
+  /** Time until a call could be admitted; `null` while forced open. */
+  readonly retryAfterMs: number | null
+  readonly state: State
+  readonly episode: number
+}
+
+/** A side-effect-free view of a breaker. */
+export interface Snapshot {
+  readonly state: State
+  readonly episode: number
+  readonly failures: number
+  readonly recoveries: number
+  readonly probesInFlight: number
+  /** While open or half-open: time until the next probe (0 when one may go); else `null`. */
+  readonly retryAfterMs: number | null
+  readonly probeReady: boolean
+  /** The open interval in force while open or half-open; else `null`. */
+  readonly intervalMs: number | null
+  readonly opens: number
+  readonly closes: number
+  readonly probes: number
+  readonly refusals: number
+  readonly staleAnswers: number
+  readonly eventsDropped: number
+}
+
+/** One state change. */
+export interface StateChange {
+  /** When, in milliseconds on the breaker's clock. */
+  readonly atMs: number
+  readonly from: State
+  readonly to: State
+  readonly episode: number
+  readonly reason: Reason
+  /** For `retry_later`: the delay the provider asked for, before the guard. */
+  readonly requestedDelayMs: number | null
+  /** For openings: how long until the first probe may be admitted. */
+  readonly openForMs: number | null
+}
+
+/**
+ * A circuit breaker for one upstream. Emits `'stateChange'` after the operation that caused it
+ * returned from the core, so listeners may call back into the breaker.
+ */
+export declare class Breaker extends EventEmitter {
+  /** `RangeError`/`TypeError` with `code: 'invalid_config'` and `field` for bad options. */
+  constructor(options?: BreakerOptions)
+  readonly id: number
+  /** Admits the call (a `Permit`) or refuses it (a `Refusal`). The only act of admission. */
+  tryAllow(): Permit | Refusal
+  /** Admits the call or throws `BreakerOpenError`. */
+  allow(): Permit
+  /** Records the outcome of an admitted call; `PermitError` when recorded twice or on another breaker. */
+  record(permit: Permit, outcome: Outcome): Effect
+  snapshot(): Snapshot
+  readonly state: State
+  /** The state changes since the last call. */
+  drainEvents(): StateChange[]
+  forceOpen(): void
+  disable(): void
+  reset(): void
+  on(event: 'stateChange', listener: (change: StateChange) => void): this
+  once(event: 'stateChange', listener: (change: StateChange) => void): this
+  off(event: 'stateChange', listener: (change: StateChange) => void): this
+  on(event: string | symbol, listener: (...args: any[]) => void): this
+  once(event: string | symbol, listener: (...args: any[]) => void): this
+  off(event: string | symbol, listener: (...args: any[]) => void): this
+}
+
+/** Breakers keyed by upstream, made lazily from one template. */
+export declare class BreakerGroup {
+  constructor(options?: BreakerOptions)
+  /** The breaker for `key`, created on first use. */
+  get(key: string): Breaker
+  peek(key: string): Breaker | undefined
+  keys(): string[]
+  readonly size: number
+}
+
+// ---------------------------------------------------------------------------------------------
+// Budget and quota
+
+export interface BudgetOptions {
+  /** Total time of one rate-limit episode (default 1 800 000); at least twice the cap. */
+  maxRateLimitDurationMs?: number
+  /** Cap on one Retry-After wait (default 300 000). */
+  retryAfterCapMs?: number
+  /** Retries on the counted path (default 10). */
+  maxRetries?: number
+  /** Counted path backoff (default 500 ms doubling to 60 000 ms). */
+  backoff?: BackoffOptions
+  /** Total time of the counted path from a call's first failure (default 43 200 000). */
+  maxBackoffDurationMs?: number
+  seed?: number
+  clock?: ManualClock
+}
+
+/** A budget decision for one answer. */
+export type Decision =
+  | { readonly decision: 'done' }
+  | {
+      readonly decision: 'retry'
+      /** Never negative; never shorter than the server asked, up to the cap. */
+      readonly delayMs: number
+      readonly source: WaitSource
+      /** The server's Retry-After before the cap. */
+      readonly serverDelayMs: number | null
+      /** Whether the cap shortened the server's value. */
+      readonly capped: boolean
+    }
+  | { readonly decision: 'give_up'; readonly reason: GiveUpReason; readonly serverDelayMs: number | null }
+
+/** The per-call part of retrying. */
+export declare class RetryCall {
+  private constructor()
+  readonly retries: number
+  readonly firstFailureMs: number | null
+}
+
+/** The retry budget of one upstream. */
+export declare class RetryBudget {
+  constructor(options?: BudgetOptions)
+  newCall(): RetryCall
+  decide(call: RetryCall, outcome: Outcome): Decision
+  readonly episodeStartMs: number | null
+}
+
+export interface QuotaOptions {
+  /** Tokens (default 500). */
+  capacity?: number
+  /** Cost of a retry (default 5). */
+  retryCost?: number
+  /** Cost of a retry after a timeout (default 10). */
+  timeoutCost?: number
+  /** Tokens a success without retry adds back (default 1). */
+  successRefill?: number
+}
+
+export interface QuotaLease {
+  readonly acquired: true
+  readonly cost: number
+  readonly available: number
+}
+
+export interface QuotaEmpty {
+  readonly acquired: false
+  readonly cost: number
+  readonly available: number
+}
+
+/** A token bucket shared by every caller of one upstream. */
+export declare class RetryQuota {
+  constructor(options?: QuotaOptions)
+  acquire(options?: { timeout?: boolean }): QuotaLease | QuotaEmpty
+  /** Refunds `lease`, or adds the success refill; returns the tokens left. */
+  onSuccess(lease?: QuotaLease | null): number
+  readonly available: number
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retry-After and classification
+
+export type RetryAfter = { readonly delayMs: number; readonly unusable?: undefined } | { readonly unusable: Unusable; readonly delayMs?: undefined }
+
+/** Header forms accepted: fetch's `Headers`, a `Map`, a plain object, or `[name, value]` pairs. */
+export type HeadersLike =
+  | { forEach(cb: (value: string, name: string) => void): void; get(name: string): string | null }
+  | ReadonlyMap<string, string>
+  | Readonly<Record<string, string | readonly string[] | undefined>>
+  | ReadonlyArray<readonly [string, string]>
+
+/** Parses one Retry-After value (RFC 9110 §10.2.3). Never throws for a bad value. */
+export declare function parseRetryAfter(value: string, options?: WallNow): RetryAfter
+/** The retry hint of a response: Retry-After, then RateLimit-Reset, then X-RateLimit-Reset. */
+export declare function retryAfterHint(headers: HeadersLike, options?: WallNow): RetryAfter & { readonly source: HintSource }
+
+export interface ClassifierOptions {
+  failureStatuses?: number[]
+  answerStatuses?: number[]
+  /** Default [429, 503]. */
+  retryAfterStatuses?: number[]
+  /** What a 429 without a usable hint waits (default: it is a plain failure). */
+  rateLimitDefaultWaitMs?: number
+}
+
+export interface Classification {
+  readonly outcome: OutcomeName | 'retry_later'
+  readonly retryLaterMs: number | null
+  readonly hint: RetryAfter
+  readonly source: HintSource
+}
+
+/** HTTP response to outcome. */
+export declare class Classifier {
+  constructor(options?: ClassifierOptions)
+  /** `RangeError` `invalid_input` for a status outside 100..599. */
+  classify(status: number, headers?: HeadersLike, options?: WallNow): Classification
+}
+
+// ---------------------------------------------------------------------------------------------
+// Policy
+
+export interface PolicyOptions {
+  breaker?: Breaker | BreakerOptions
+  budget?: RetryBudget | BudgetOptions
+  quota?: RetryQuota | QuotaOptions
+  classifier?: Classifier | ClassifierOptions
+  /** Clock for the parts built from options (breaker and budget must share one). */
+  clock?: ManualClock
+}
+
+export declare class PolicyCall {
+  private constructor()
+  readonly attempts: number
+  readonly retries: number
+}
+
+export type Before =
+  | { readonly action: 'go'; readonly permit: Permit }
+  | { readonly action: 'wait'; readonly delayMs: number }
+  | { readonly action: 'give_up'; readonly reason: GiveUpReason; readonly retryAfterMs: number | null }
+
+export interface ExecuteOptions<T> {
+  /** Cancels the call: passed to each attempt; an aborted attempt is recorded as `'cancelled'`. */
+  signal?: AbortSignal
+  /** How to wait (default: `sleep`, chained timers). Tests pass one that moves a `ManualClock`. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
+  /** Outcome of a resolved attempt (default `'success'`). */
+  classifyResult?: (value: T) => Outcome
+  /** Outcome of a rejected attempt (default `'failure'`; `'cancelled'`, `'timeout'` as named). */
+  classifyError?: (error: unknown) => Outcome
+}
+
+/** A response as `executeResponse` reads it (fetch's `Response` fits). */
+export interface ResponseLike {
+  readonly status: number
+  readonly headers?: HeadersLike
+}
+
+/** One upstream's breaker, budget, quota and classifier, and the retry helpers built on them. */
+export declare class Policy {
+  constructor(options?: PolicyOptions)
+  readonly breaker: Breaker
+  readonly budget: RetryBudget
+  readonly quota: RetryQuota | undefined
+  readonly classifier: Classifier
+  newCall(): PolicyCall
+  before(call: PolicyCall): Before
+  after(call: PolicyCall, permit: Permit, outcome: Outcome): Decision
+  afterResponse(call: PolicyCall, permit: Permit, status: number, headers?: HeadersLike): Decision & { readonly outcome: OutcomeName | 'retry_later' }
+  /** Runs `fn` with retries; rejects with `GiveUpError`/`BreakerOpenError` or `signal.reason`. */
+  execute<T>(fn: (signal: AbortSignal | undefined) => T | PromiseLike<T>, options?: ExecuteOptions<T>): Promise<T>
+  /** `execute` for functions resolving to an HTTP response, classified by status and headers. */
+  executeResponse<T extends ResponseLike>(fn: (signal: AbortSignal | undefined) => T | PromiseLike<T>, options?: Omit<ExecuteOptions<T>, 'classifyResult'>): Promise<T>
+  /** `fetch` through `executeResponse`. */
+  fetch(input: string | URL | Request, init?: RequestInit, options?: Omit<ExecuteOptions<Response>, 'classifyResult'>): Promise<Response>
+}
+
+/**
+ * Waits `ms` (>= 0) milliseconds, chaining timers past 2^31-1 ms; rejects with `signal.reason`
+ * on abort. `timers` defaults to the global `setTimeout`/`clearTimeout`.
+ */
+export declare function sleep(
+  ms: number,
+  signal?: AbortSignal,
+  timers?: { setTimeout(cb: () => void, ms: number): unknown; clearTimeout(handle: any): void },
+): Promise<void>

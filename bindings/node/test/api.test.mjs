@@ -1,0 +1,438 @@
+// The public API in JavaScript shapes: classes, milliseconds, plain-object snapshots, events,
+// permits, errors with stable codes. Time moves only through ManualClock.
+import { describe, it } from 'node:test'
+import assert from 'node:assert/strict'
+import {
+  Breaker,
+  BreakerGroup,
+  BreakerOpenError,
+  Classifier,
+  GiveUpError,
+  ManualClock,
+  Permit,
+  PermitError,
+  Policy,
+  RetryBudget,
+  RetryQuota,
+  parseRetryAfter,
+  retryAfterHint,
+} from 'holdoff'
+
+function trip(b, n) {
+  for (let i = 0; i < n; i++) b.record(b.allow(), 'failure')
+}
+
+function throwsCode(fn, Ctor, code, field) {
+  let err
+  try {
+    fn()
+  } catch (e) {
+    err = e
+  }
+  assert.ok(err, `expected ${Ctor.name} ${code}`)
+  assert.ok(err instanceof Ctor, `expected ${Ctor.name}, got ${err?.name}: ${err?.message}`)
+  assert.equal(err.code, code, err.message)
+  if (field !== undefined) assert.equal(err.field, field, err.message)
+  return err
+}
+
+describe('ManualClock', () => {
+  it('moves only when told to, in milliseconds', () => {
+    const c = new ManualClock({ wallOriginUnixMs: 1_559_559_600_000 })
+    assert.equal(c.now(), 0)
+    assert.equal(c.advance(1500), 1500)
+    c.set(2000.5)
+    assert.equal(c.now(), 2000.5)
+    assert.equal(c.wallOriginUnixMs, 1_559_559_600_000)
+    assert.equal(c.wallNowUnixMs(), 1_559_559_602_000.5)
+  })
+
+  it('refuses to go backwards with clock_backwards', () => {
+    const c = new ManualClock()
+    c.set(10)
+    const e = throwsCode(() => c.set(9), RangeError, 'clock_backwards')
+    assert.match(e.message, /10 ms/)
+    assert.equal(c.now(), 10)
+  })
+
+  it('keeps whole milliseconds exact a century out', () => {
+    const c = new ManualClock()
+    c.set(3_155_760_059_999)
+    assert.equal(c.now(), 3_155_760_059_999)
+  })
+
+  for (const [v, Ctor] of [
+    [undefined, TypeError],
+    [null, TypeError],
+    ['5', TypeError],
+    [5n, TypeError],
+    [{}, TypeError],
+    [NaN, RangeError],
+    [Infinity, RangeError],
+    [-1, RangeError],
+  ]) {
+    it(`advance(${typeof v === 'bigint' ? '5n' : String(v)}) is a ${Ctor.name} naming ms`, () => {
+      const c = new ManualClock()
+      throwsCode(() => c.advance(v), Ctor, 'invalid_input', 'ms')
+      throwsCode(() => c.set(v), Ctor, 'invalid_input', 'ms')
+      assert.equal(c.now(), 0)
+    })
+  }
+})
+
+describe('Breaker', () => {
+  it('trips, refuses with BreakerOpenError, admits one probe per interval', () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock })
+    trip(b, 5)
+    const r = b.tryAllow()
+    assert.deepEqual(r, { admitted: false, retryAfterMs: 30_000, state: 'open', episode: 1 })
+    const e = throwsCode(() => b.allow(), BreakerOpenError, 'breaker_open')
+    assert.ok(e instanceof GiveUpError)
+    assert.equal(e.reason, 'breaker_open')
+    assert.equal(e.retryAfterMs, 30_000)
+    assert.equal(e.state, 'open')
+    clock.advance(30_000)
+    const p = b.allow()
+    assert.ok(p instanceof Permit)
+    assert.equal(p.probe, true)
+    assert.equal(p.episode, 1)
+    assert.equal(b.tryAllow().admitted, false, 'a second caller is refused in the same interval')
+    assert.equal(b.record(p, 'success'), 'counted')
+    assert.equal(b.state, 'half_open')
+  })
+
+  it('closed permits carry episode 0 and the fast path reads no clock', () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock })
+    for (let i = 0; i < 100; i++) {
+      const p = b.allow()
+      assert.equal(p.episode, 0)
+      assert.equal(p.probe, false)
+      assert.equal(b.record(p, i % 2 ? 'success' : 'answer'), 'counted')
+    }
+    assert.equal(clock.reads, 0)
+  })
+
+  it('a permit is recorded once; a foreign permit is refused without being spent', () => {
+    const clock = new ManualClock()
+    const a = new Breaker({ clock })
+    const b = new Breaker({ clock })
+    const p = a.allow()
+    throwsCode(() => b.record(p, 'success'), PermitError, 'foreign_permit')
+    assert.equal(p.recorded, false)
+    assert.equal(a.record(p, 'failure'), 'counted')
+    assert.equal(p.recorded, true)
+    throwsCode(() => a.record(p, 'failure'), PermitError, 'permit_already_recorded')
+    throwsCode(() => b.record(p, 'failure'), PermitError, 'foreign_permit')
+    assert.equal(a.snapshot().failures, 1, 'the refused second record changed nothing')
+  })
+
+  it('bad outcomes are TypeErrors and do not spend the permit', () => {
+    const b = new Breaker()
+    const p = b.allow()
+    for (const o of [undefined, null, 'boom', 3, {}, { retryLaterMs: '5' }, { retryLaterMs: 5n }]) {
+      throwsCode(() => b.record(p, o), TypeError, 'invalid_input')
+    }
+    for (const ms of [-1, NaN, Infinity]) {
+      throwsCode(() => b.record(p, { retryLaterMs: ms }), RangeError, 'invalid_input', 'outcome.retryLaterMs')
+    }
+    throwsCode(() => b.record({ episode: 0 }, 'success'), TypeError, 'invalid_input', 'permit')
+    assert.equal(p.recorded, false)
+    assert.equal(b.record(p, 'success'), 'counted')
+  })
+
+  it('retry-later opens at once for the provider delay', () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock })
+    b.record(b.allow(), { retryLaterMs: 120_000 })
+    assert.deepEqual(b.drainEvents(), [
+      { atMs: 0, from: 'closed', to: 'open', episode: 1, reason: 'retry_later', requestedDelayMs: 120_000, openForMs: 120_000 },
+    ])
+    assert.equal(b.snapshot().retryAfterMs, 120_000)
+  })
+
+  it('snapshots are plain objects with milliseconds and nulls', () => {
+    const b = new Breaker({ clock: new ManualClock() })
+    const s = b.snapshot()
+    assert.equal(Object.getPrototypeOf(s), Object.prototype)
+    assert.deepEqual(JSON.parse(JSON.stringify(s)), s)
+    assert.deepEqual(s, {
+      state: 'closed',
+      episode: 0,
+      failures: 0,
+      recoveries: 0,
+      probesInFlight: 0,
+      retryAfterMs: null,
+      probeReady: false,
+      intervalMs: null,
+      opens: 0,
+      closes: 0,
+      probes: 0,
+      refusals: 0,
+      staleAnswers: 0,
+      eventsDropped: 0,
+    })
+  })
+
+  it('force open, disable and reset', () => {
+    const b = new Breaker({ clock: new ManualClock() })
+    b.forceOpen()
+    assert.deepEqual(b.tryAllow(), { admitted: false, retryAfterMs: null, state: 'forced_open', episode: 1 })
+    b.disable()
+    trip(b, 10)
+    assert.equal(b.state, 'disabled')
+    b.reset()
+    assert.equal(b.state, 'closed')
+    assert.deepEqual(
+      b.drainEvents().map((e) => e.reason),
+      ['forced_open', 'disabled', 'reset'],
+    )
+  })
+
+  it("emits 'stateChange' in order; a listener may call back into the breaker", () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock, trip: { threshold: 1 }, openInterval: { initialMs: 1000, multiplier: 1 }, recoveries: 1 })
+    const seen = []
+    b.on('stateChange', (e) => {
+      // Re-entering the breaker from a listener must neither deadlock nor reorder events.
+      seen.push(`${e.from}->${e.to}:${e.reason}@${e.atMs} (now ${b.snapshot().state})`)
+      if (e.reason === 'tripped') b.reset()
+    })
+    b.record(b.allow(), 'failure')
+    assert.deepEqual(seen, ['closed->open:tripped@0 (now open)', 'open->closed:reset@0 (now closed)'])
+    // Listeners are fed independently of the drain queue.
+    assert.equal(b.drainEvents().length, 2)
+  })
+
+  it('stops listening when the last listener goes', () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock, trip: { threshold: 1 } })
+    const seen = []
+    const f = (e) => seen.push(e.reason)
+    b.on('stateChange', f)
+    b.record(b.allow(), 'failure')
+    b.off('stateChange', f)
+    b.reset()
+    b.once('stateChange', f)
+    b.record(b.allow(), 'failure')
+    b.reset()
+    assert.deepEqual(seen, ['tripped', 'tripped'])
+    b.on('stateChange', f)
+    b.removeAllListeners()
+    b.forceOpen()
+    b.on('stateChange', f)
+    b.reset()
+    assert.deepEqual(seen, ['tripped', 'tripped', 'reset'])
+  })
+})
+
+describe('BreakerGroup', () => {
+  it('makes one breaker per key, lazily, from the template', () => {
+    const clock = new ManualClock()
+    const g = new BreakerGroup({ clock, trip: { threshold: 2 } })
+    assert.equal(g.peek('a'), undefined)
+    const a = g.get('a')
+    assert.equal(g.get('a'), a)
+    trip(a, 2)
+    assert.equal(a.state, 'open')
+    assert.equal(g.get('b').state, 'closed')
+    assert.deepEqual(g.keys(), ['a', 'b'])
+    assert.equal(g.size, 2)
+    throwsCode(() => g.get(1), TypeError, 'invalid_input', 'key')
+  })
+})
+
+describe('configuration errors name the field', () => {
+  const number = [
+    ['openInterval.initialMs', (v) => ({ openInterval: { initialMs: v } }), 'breaker.open_interval.initial'],
+    ['openInterval.multiplier', (v) => ({ openInterval: { multiplier: v } }), 'breaker.open_interval.multiplier'],
+    ['probeTimeoutMs', (v) => ({ probeTimeoutMs: v }), 'breaker.probe_timeout'],
+    ['maxRetryLaterMs', (v) => ({ maxRetryLaterMs: v }), 'breaker.max_retry_later'],
+    ['trip.windowMs', (v) => ({ trip: { policy: 'window', threshold: 3, windowMs: v } }), 'breaker.trip.window', 'required'],
+    ['recoveries', (v) => ({ recoveries: v }), 'breaker.recoveries'],
+    ['trip.threshold', (v) => ({ trip: { threshold: v } }), 'breaker.trip.threshold', 'required'],
+    ['seed', (v) => ({ seed: v }), 'breaker.seed'],
+  ]
+  const wrongType = [null, '5', 5n, {}, [], true]
+  const wrongRange = [NaN, Infinity, -Infinity, -1]
+  for (const [name, make, field, required] of number) {
+    for (const v of wrongType) {
+      it(`${name} = ${typeof v === 'bigint' ? '5n' : JSON.stringify(v)}: TypeError`, () => {
+        const e = throwsCode(() => new Breaker(make(v)), TypeError, 'invalid_config', field)
+        assert.match(e.message, new RegExp(name.replace('.', '\\.')))
+      })
+    }
+    for (const v of wrongRange) {
+      it(`${name} = ${v}: RangeError`, () => {
+        throwsCode(() => new Breaker(make(v)), RangeError, 'invalid_config', field)
+      })
+    }
+    if (required) {
+      it(`${name} = undefined: TypeError (required)`, () => {
+        throwsCode(() => new Breaker(make(undefined)), TypeError, 'invalid_config', field)
+      })
+    } else {
+      it(`${name} = undefined: the default`, () => {
+        assert.doesNotThrow(() => new Breaker(make(undefined)))
+      })
+    }
+  }
+
+  it('whole numbers where counts belong', () => {
+    throwsCode(() => new Breaker({ recoveries: 1.5 }), RangeError, 'invalid_config', 'breaker.recoveries')
+    throwsCode(() => new RetryQuota({ capacity: 0.5 }), RangeError, 'invalid_config', 'quota.capacity')
+    throwsCode(() => new Breaker({ seed: 2 ** 53 }), RangeError, 'invalid_config', 'breaker.seed')
+  })
+
+  it('the core rules: zero intervals, multiplier < 1, jitter, budget against cap', () => {
+    throwsCode(() => new Breaker({ openInterval: { initialMs: 0 } }), RangeError, 'invalid_config', 'breaker.open_interval.initial')
+    throwsCode(() => new Breaker({ openInterval: { multiplier: 0.5 } }), RangeError, 'invalid_config', 'breaker.open_interval.multiplier')
+    throwsCode(() => new Breaker({ openInterval: { jitter: 1 } }), RangeError, 'invalid_config', 'breaker.open_interval.jitter')
+    throwsCode(() => new Breaker({ trip: { policy: 'rate', threshold: 1.5, minCalls: 5, windowMs: 1000 } }), RangeError, 'invalid_config', 'breaker.trip.threshold')
+    const e = throwsCode(
+      () => new RetryBudget({ maxRateLimitDurationMs: 300_000, retryAfterCapMs: 300_000 }),
+      RangeError,
+      'invalid_config',
+      'budget.max_rate_limit_duration',
+    )
+    assert.match(e.message, /leaves no room to retry/)
+    assert.match(e.message, /maxRateLimitDurationMs/)
+  })
+
+  it('unknown options, options of the wrong type, missing and unknown trip fields', () => {
+    throwsCode(() => new Breaker({ recoverys: 3 }), TypeError, 'invalid_config', 'breaker.recoverys')
+    throwsCode(() => new Breaker(5), TypeError, 'invalid_config', 'breaker')
+    throwsCode(() => new Breaker(null), TypeError, 'invalid_config')
+    throwsCode(() => new Breaker({ trip: { policy: 'window', threshold: 3 } }), TypeError, 'invalid_config', 'breaker.trip.window')
+    throwsCode(() => new Breaker({ trip: { policy: 'sometimes', threshold: 3 } }), RangeError, 'invalid_config', 'breaker.trip.policy')
+    throwsCode(() => new Breaker({ clock: Date }), TypeError, 'invalid_config', 'clock')
+    throwsCode(() => new Classifier({ failureStatuses: [403, '404'] }), TypeError, 'invalid_config', 'classifier.failure_statuses')
+    throwsCode(() => new Classifier({ failureStatuses: [99] }), RangeError, 'invalid_config', 'classifier.failure_statuses')
+    throwsCode(() => new Classifier({ failureStatuses: 403 }), TypeError, 'invalid_config', 'classifier.failure_statuses')
+    throwsCode(() => new RetryBudget({ backoff: { maxMs: -5 } }), RangeError, 'invalid_config', 'budget.backoff.max')
+    throwsCode(() => new Policy({ breakr: {} }), TypeError, 'invalid_config', 'policy.breakr')
+  })
+
+  it('a policy needs one clock for its breaker and budget', () => {
+    const e = throwsCode(
+      () => new Policy({ breaker: new Breaker({ clock: new ManualClock() }), budget: new RetryBudget({ clock: new ManualClock() }) }),
+      RangeError,
+      'invalid_config',
+      'policy.clock',
+    )
+    assert.match(e.message, /share one clock/)
+    assert.doesNotThrow(() => new Policy())
+  })
+})
+
+describe('RetryBudget and RetryQuota', () => {
+  it('honours a Retry-After as given and gives up rather than shorten it', () => {
+    const clock = new ManualClock()
+    const budget = new RetryBudget({ clock })
+    const call = budget.newCall()
+    assert.deepEqual(budget.decide(call, { retryLaterMs: 250_000 }), {
+      decision: 'retry',
+      delayMs: 250_000,
+      source: 'retry_after',
+      serverDelayMs: 250_000,
+      capped: false,
+    })
+    assert.equal(budget.episodeStartMs, 0)
+    clock.set(1_750_000)
+    assert.deepEqual(budget.decide(call, { retryLaterMs: 250_000 }), {
+      decision: 'give_up',
+      reason: 'retry_after_exceeds_remaining',
+      serverDelayMs: 250_000,
+    })
+    assert.deepEqual(budget.decide(call, 'success'), { decision: 'done' })
+    assert.equal(budget.episodeStartMs, null)
+  })
+
+  it('counts retries per call on the backoff path', () => {
+    const clock = new ManualClock()
+    const budget = new RetryBudget({ clock, maxRetries: 2 })
+    const call = budget.newCall()
+    assert.equal(call.firstFailureMs, null)
+    clock.set(100)
+    assert.equal(budget.decide(call, 'failure').delayMs, 500)
+    assert.equal(budget.decide(call, 'timeout').delayMs, 1000)
+    assert.equal(budget.decide(call, 'failure').reason, 'attempts_exhausted')
+    assert.equal(call.retries, 2)
+    assert.equal(call.firstFailureMs, 100)
+    throwsCode(() => budget.decide({}, 'failure'), TypeError, 'invalid_input', 'call')
+  })
+
+  it('quota: retries cost, successes refund', () => {
+    const q = new RetryQuota({ capacity: 12 })
+    const lease = q.acquire()
+    assert.deepEqual(lease, { acquired: true, cost: 5, available: 7 })
+    assert.deepEqual(q.acquire({ timeout: true }), { acquired: false, cost: 10, available: 7 })
+    assert.equal(q.onSuccess(lease), 12)
+    assert.equal(q.onSuccess(), 12)
+    assert.equal(q.available, 12)
+    throwsCode(() => q.acquire({ timeout: 1 }), TypeError, 'invalid_input', 'timeout')
+    throwsCode(() => q.onSuccess({ acquired: false, cost: 5 }), TypeError, 'invalid_input', 'lease')
+    throwsCode(() => q.onSuccess({ acquired: true, cost: -5 }), RangeError, 'invalid_input', 'lease.cost')
+  })
+})
+
+describe('Retry-After and classification', () => {
+  const now = { now: Date.UTC(2019, 5, 3, 11, 0, 0) }
+
+  it('parses delta-seconds and the three HTTP-date forms (RFC 9110 §10.2.3)', () => {
+    assert.deepEqual(parseRetryAfter('120', now), { delayMs: 120_000 })
+    assert.deepEqual(parseRetryAfter('Mon, 03 Jun 2019 11:30:12 GMT', now), { delayMs: 1_812_000 })
+    assert.deepEqual(parseRetryAfter('Monday, 03-Jun-19 11:30:12 GMT', { now: new Date(now.now) }), { delayMs: 1_812_000 })
+    assert.deepEqual(parseRetryAfter('Mon Jun  3 11:30:12 2019', now), { delayMs: 1_812_000 })
+    assert.deepEqual(parseRetryAfter('Mon, 03 Jun 2019 10:00:00 GMT', now), { delayMs: 0 })
+  })
+
+  it('bad values are unusable, never exceptions', () => {
+    assert.deepEqual(parseRetryAfter('-5'), { unusable: 'signed' })
+    assert.deepEqual(parseRetryAfter('soon'), { unusable: 'malformed' })
+    assert.deepEqual(parseRetryAfter(''), { unusable: 'missing' })
+    assert.deepEqual(parseRetryAfter('120, 60'), { unusable: 'conflicting' })
+    throwsCode(() => parseRetryAfter(120), TypeError, 'invalid_input', 'value')
+    throwsCode(() => parseRetryAfter('1', { now: '2019' }), TypeError, 'invalid_input', 'now')
+  })
+
+  it('reads hints from Headers, Map, objects and pairs, against a manual clock', () => {
+    const clock = new ManualClock({ wallOriginUnixMs: now.now })
+    const forms = [
+      new Headers({ 'Retry-After': '7' }),
+      new Map([['retry-after', '7']]),
+      { 'retry-after': '7', 'x-other': undefined },
+      [['Retry-After', '7']],
+    ]
+    for (const h of forms) assert.deepEqual(retryAfterHint(h, { clock }), { delayMs: 7000, source: 'retry_after' })
+    assert.deepEqual(retryAfterHint({}, { clock }), { unusable: 'missing', source: 'none' })
+    throwsCode(() => retryAfterHint([['a']]), TypeError, 'invalid_input', 'headers')
+    throwsCode(() => retryAfterHint({ 'retry-after': 7 }), TypeError, 'invalid_input', 'headers')
+  })
+
+  it('classifies statuses; a status outside 100..599 is invalid_input', () => {
+    const c = new Classifier({ failureStatuses: [403] })
+    assert.deepEqual(c.classify(429, { 'retry-after': '3' }), {
+      outcome: 'retry_later',
+      retryLaterMs: 3000,
+      hint: { delayMs: 3000 },
+      source: 'retry_after',
+    })
+    assert.equal(c.classify(403).outcome, 'failure')
+    assert.equal(c.classify(404).outcome, 'answer')
+    assert.equal(c.classify(200).outcome, 'success')
+    throwsCode(() => c.classify(99), RangeError, 'invalid_input', 'status')
+    throwsCode(() => c.classify(600), RangeError, 'invalid_input', 'status')
+    throwsCode(() => c.classify(200.5), RangeError, 'invalid_input', 'status')
+    throwsCode(() => c.classify('200'), TypeError, 'invalid_input', 'status')
+    throwsCode(() => c.classify(200n), TypeError, 'invalid_input', 'status')
+  })
+
+  it('a classification records as its outcome', () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock })
+    b.record(b.allow(), new Classifier().classify(503, { 'retry-after': '60' }))
+    assert.equal(b.snapshot().retryAfterMs, 60_000)
+  })
+})

@@ -1,0 +1,105 @@
+// A small typed example of the public API; `run.sh test` type-checks it with `tsc --noEmit`
+// against the installed package (holdoff.d.ts and the generated index.d.ts).
+import {
+  Breaker,
+  BreakerGroup,
+  BreakerOpenError,
+  Classifier,
+  GiveUpError,
+  ManualClock,
+  Policy,
+  RetryBudget,
+  RetryQuota,
+  parseRetryAfter,
+  retryAfterHint,
+  sleep,
+  type Decision,
+  type Snapshot,
+  type StateChange,
+} from 'holdoff'
+import * as native from 'holdoff/native'
+
+const clock = new ManualClock({ wallOriginUnixMs: Date.UTC(2024, 0, 1) })
+const breaker = new Breaker({
+  trip: { policy: 'window', threshold: 5, windowMs: 10_000 },
+  openInterval: { initialMs: 30_000, multiplier: 2, maxMs: 300_000 },
+  recoveries: 3,
+  clock,
+})
+breaker.on('stateChange', (e: StateChange) => {
+  const from: string = e.from
+  const open: number | null = e.openForMs
+  void from, open
+})
+
+const r = breaker.tryAllow()
+if (r.admitted) {
+  const effect: 'counted' | 'stale' | 'ignored' = breaker.record(r, 'success')
+  void effect
+} else {
+  const wait: number | null = r.retryAfterMs
+  void wait
+}
+try {
+  const p = breaker.allow()
+  breaker.record(p, { retryLaterMs: 5_000 })
+} catch (e) {
+  if (e instanceof BreakerOpenError) {
+    const ms: number | null = e.retryAfterMs
+    void ms
+  }
+}
+const s: Snapshot = breaker.snapshot()
+const state: 'closed' | 'open' | 'half_open' | 'forced_open' | 'disabled' = s.state
+void state
+
+const group = new BreakerGroup({ clock })
+group.get('registry.example').allow()
+
+const budget = new RetryBudget({ maxRateLimitDurationMs: 1_800_000, retryAfterCapMs: 300_000, clock })
+const call = budget.newCall()
+const d: Decision = budget.decide(call, { retryLaterMs: 180_000 })
+if (d.decision === 'retry') {
+  const delay: number = d.delayMs
+  void delay
+}
+
+const ra = parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', { now: new Date() })
+if (ra.delayMs !== undefined) void (ra.delayMs + 1)
+const hint = retryAfterHint([['retry-after', '120']], { clock })
+void hint.source
+
+const classifier = new Classifier({ failureStatuses: [403] })
+const c = classifier.classify(429, new Headers({ 'retry-after': '3' }))
+breaker.tryAllow()
+
+const policy = new Policy({ breaker, budget, quota: new RetryQuota({ capacity: 100 }), classifier })
+async function main(): Promise<void> {
+  const n: number = await policy.execute(async (signal) => {
+    signal?.throwIfAborted()
+    return 42
+  }, { signal: AbortSignal.timeout(1000), sleep: async (ms) => void clock.advance(ms) })
+  const res: Response = await policy.fetch('http://127.0.0.1:1/')
+  const same = await policy.executeResponse(async () => ({ status: 200, headers: { 'retry-after': '1' } }))
+  void n, res, same.status, c.outcome
+  try {
+    await policy.execute(() => Promise.reject(new Error('down')))
+  } catch (e) {
+    if (e instanceof GiveUpError) console.log(e.reason, e.attempts, e.code)
+  }
+  await sleep(0)
+}
+void main
+
+// The native layer's generated types are usable too.
+const h = native.clockNew(undefined)
+const t: number = native.clockNow(h)
+void t
+
+// Wrong shapes do not type-check:
+// @ts-expect-error durations are numbers, not BigInt
+new Breaker({ probeTimeoutMs: 10n })
+// @ts-expect-error not an outcome
+breaker.record(breaker.allow(), 'boom')
+// @ts-expect-error a window trip needs windowMs
+new Breaker({ trip: { policy: 'window', threshold: 3 } })
