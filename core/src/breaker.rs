@@ -627,6 +627,9 @@ impl Breaker {
         if permit.breaker != self.id {
             return Err(PermitError::Foreign);
         }
+        if self.record_fast(&permit, outcome) {
+            return Ok(Effect::Counted);
+        }
         let mut inner = self.lock();
         let effect = self.record_locked(&mut inner, now, permit, outcome);
         self.finish(inner);
@@ -670,18 +673,23 @@ impl Breaker {
         if permit.breaker != self.id {
             return Err(PermitError::Foreign);
         }
+        if self.record_fast(&permit, outcome) {
+            return Ok(Effect::Counted);
+        }
+        Ok(self.record_slow(permit, outcome))
+    }
+
+    /// The closed path of a success or an answer under the consecutive policy: one atomic load
+    /// (and a compare-and-swap only when there were failures to forget). True when done.
+    #[inline]
+    fn record_fast(&self, permit: &Permit, outcome: Outcome) -> bool {
         if matches!(outcome, Outcome::Success | Outcome::Answer) && !self.timed {
             let w = self.word.load(Ordering::Acquire);
             if State::from_bits(w) == State::Closed && word_episode(w) == permit.episode {
-                if word_failures(w) == 0 {
-                    return Ok(Effect::Counted);
-                }
-                if self.reset_failures(w, permit.episode) {
-                    return Ok(Effect::Counted);
-                }
+                return word_failures(w) == 0 || self.reset_failures(w, permit.episode);
             }
         }
-        Ok(self.record_slow(permit, outcome))
+        false
     }
 
     #[cold]

@@ -17,6 +17,7 @@
 //! The budget (and its episode) is shared by every caller of an upstream; the per-call part
 //! (retries made, first failure) lives in a [`RetryState`] that each logical call owns.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -224,6 +225,9 @@ pub struct RetryBudget {
     config: BudgetConfig,
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
+    // Mirrors `inner.episode_start.is_some()` so that a success with no episode under way (every
+    // call to a healthy upstream) ends without taking the lock.
+    episode_active: AtomicBool,
 }
 
 impl RetryBudget {
@@ -237,6 +241,7 @@ impl RetryBudget {
             }),
             config,
             clock,
+            episode_active: AtomicBool::new(false),
         })
     }
 
@@ -262,7 +267,23 @@ impl RetryBudget {
     }
 
     pub(crate) fn decide_with(&self, call: &mut RetryState, outcome: Outcome, now: &LazyNow<'_>) -> Decision {
+        if outcome == Outcome::Success && !self.episode_active.load(Ordering::Acquire) {
+            return Decision::Done;
+        }
         let mut inner = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let decision = self.decide_locked(&mut inner, call, outcome, now);
+        self.episode_active
+            .store(inner.episode_start.is_some(), Ordering::Release);
+        decision
+    }
+
+    fn decide_locked(
+        &self,
+        inner: &mut Inner,
+        call: &mut RetryState,
+        outcome: Outcome,
+        now: &LazyNow<'_>,
+    ) -> Decision {
         match outcome {
             Outcome::Success => {
                 inner.episode_start = None;

@@ -125,6 +125,11 @@ impl RetryQuota {
     pub fn on_success(&self, lease: Option<QuotaLease>) {
         let add = lease.map_or(self.config.success_refill, |l| l.cost);
         let cap = self.config.capacity;
+        // A full bucket stays full: skip the write, which every success to a healthy upstream
+        // would otherwise make on one shared cache line.
+        if add == 0 || self.tokens.load(Ordering::Acquire) >= cap {
+            return;
+        }
         let _ = self
             .tokens
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
