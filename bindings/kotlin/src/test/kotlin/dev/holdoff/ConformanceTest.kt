@@ -1,0 +1,544 @@
+package dev.holdoff
+
+import org.json.JSONArray
+import org.json.JSONObject
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.DynamicTest
+import org.junit.jupiter.api.TestFactory
+import java.io.File
+import java.time.Instant
+import kotlin.time.Duration
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.DurationUnit
+
+/**
+ * The Kotlin conformance runner: every case of `conformance/cases` through the public Kotlin API,
+ * following the runner contract in `conformance/README.md`, mirroring the Rust reference runner
+ * (`core/tests/conformance.rs`). One dynamic test per case, named by its id.
+ *
+ * `HOLDOFF_CASES=substring` runs only the cases whose id contains it.
+ */
+class ConformanceTest {
+    private val suiteVersion = 1
+
+    @TestFactory
+    fun conformance(): List<DynamicTest> {
+        val root = File(System.getProperty("holdoff.cases.dir") ?: "../../conformance")
+        assertEquals(suiteVersion, File(root, "VERSION").readText().trim().toInt(), "runner written for suite version $suiteVersion")
+        val filter = System.getenv("HOLDOFF_CASES") ?: ""
+        val ids = HashSet<String>()
+        val tests = caseFiles(File(root, "cases")).flatMap { file ->
+            val cases = JSONObject(file.readText()).getJSONArray("cases")
+            (0 until cases.length()).map { cases.getJSONObject(it) }.mapNotNull { case ->
+                val id = case.getString("id")
+                check(ids.add(id)) { "duplicate case id $id" }
+                if (!id.contains(filter)) null else DynamicTest.dynamicTest(id) { report(id) { runCase(case) } }
+            }
+        }
+        check(tests.isNotEmpty()) { "no conformance case found under $root" }
+        return tests
+    }
+
+    // One line per case, like every other runner (run.sh prints the tally after them).
+    private fun report(id: String, run: () -> Unit) {
+        try {
+            run()
+            println("ok   $id")
+        } catch (e: Throwable) {
+            println("FAIL $id: ${e.message ?: e}")
+            throw e
+        }
+    }
+
+    private fun caseFiles(dir: File): List<File> =
+        (dir.listFiles() ?: error("no cases directory at $dir")).sortedBy { it.name }.flatMap {
+            when {
+                it.isDirectory -> caseFiles(it)
+                it.name.endsWith(".json") -> listOf(it)
+                else -> emptyList()
+            }
+        }
+}
+
+/** A runner error: the case is malformed or the binding misbehaved. */
+private class CaseFailure(message: String) : AssertionError(message)
+
+private fun fail(message: String): Nothing = throw CaseFailure(message)
+
+// ---------------------------------------------------------------------------------------------
+// Configuration: the neutral JSON format converted to the Kotlin constructors and units
+// ---------------------------------------------------------------------------------------------
+
+private fun JSONObject.only(where: String, vararg keys: String) {
+    for (k in keySet()) if (k !in keys) fail("unknown key $where.$k")
+}
+
+private fun number(v: Any): Double = when (v) {
+    is Number -> v.toDouble()
+    "NaN" -> Double.NaN
+    "Infinity" -> Double.POSITIVE_INFINITY
+    "-Infinity" -> Double.NEGATIVE_INFINITY
+    else -> fail("expected a number, got $v")
+}
+
+/**
+ * A duration field (JSON milliseconds) as a Kotlin Duration. Kotlin's Duration holds negative and
+ * infinite values, which reach the core and are refused there naming the field; it cannot hold
+ * NaN, so a NaN is refused by the core's units check (durationFromMillis) under the same name.
+ */
+private fun duration(field: String, v: Any): Duration {
+    val ms = number(v)
+    return if (ms.isNaN()) durationFromMillis(field, ms) else ms.milliseconds
+}
+
+private fun JSONObject.dur(key: String, field: String): Duration? =
+    if (has(key)) duration(field, get(key)) else null
+
+private fun JSONObject.num(key: String): Double? = if (has(key)) number(get(key)) else null
+
+private fun JSONObject.long(key: String): Long? = if (has(key)) (get(key) as? Number)?.toLong() ?: fail("$key must be an integer") else null
+
+private fun JSONObject.ints(key: String): List<Int>? =
+    optJSONArray(key)?.let { a -> (0 until a.length()).map { a.getInt(it) } }
+
+private fun backoff(o: JSONObject, field: String): BackoffConfig {
+    o.only(field, "initial_ms", "multiplier", "max_ms", "jitter")
+    return BackoffConfig(
+        initial = o.dur("initial_ms", "$field.initial"),
+        multiplier = o.num("multiplier"),
+        max = o.dur("max_ms", "$field.max"),
+        jitter = o.num("jitter"),
+    )
+}
+
+private fun trip(o: JSONObject): TripPolicy = when (val p = o.getString("policy")) {
+    "consecutive" -> {
+        o.only("breaker.trip", "policy", "threshold")
+        TripPolicy.Consecutive(o.getLong("threshold"))
+    }
+    "window" -> {
+        o.only("breaker.trip", "policy", "threshold", "window_ms")
+        TripPolicy.Window(o.getLong("threshold"), duration("breaker.trip.window", o.get("window_ms")))
+    }
+    "rate" -> {
+        o.only("breaker.trip", "policy", "threshold", "min_calls", "window_ms", "buckets")
+        TripPolicy.Rate(
+            threshold = number(o.get("threshold")),
+            minCalls = o.getLong("min_calls"),
+            window = duration("breaker.trip.window", o.get("window_ms")),
+            buckets = o.long("buckets"),
+        )
+    }
+    else -> fail("unknown trip policy $p")
+}
+
+private fun breakerConfig(o: JSONObject): BreakerConfig {
+    o.only("breaker", "trip", "open_interval", "recoveries", "max_probes_in_flight", "probe_timeout_ms", "max_retry_later_ms", "seed")
+    return BreakerConfig(
+        trip = o.optJSONObject("trip")?.let(::trip),
+        openInterval = o.optJSONObject("open_interval")?.let { backoff(it, "breaker.open_interval") },
+        recoveries = o.long("recoveries"),
+        maxProbesInFlight = o.long("max_probes_in_flight"),
+        probeTimeout = o.dur("probe_timeout_ms", "breaker.probe_timeout"),
+        maxRetryLater = o.dur("max_retry_later_ms", "breaker.max_retry_later"),
+        seed = o.long("seed"),
+    )
+}
+
+private fun budgetConfig(o: JSONObject): BudgetConfig {
+    o.only("budget", "max_rate_limit_duration_ms", "retry_after_cap_ms", "max_retries", "backoff", "max_backoff_duration_ms", "seed")
+    return BudgetConfig(
+        maxRateLimitDuration = o.dur("max_rate_limit_duration_ms", "budget.max_rate_limit_duration"),
+        retryAfterCap = o.dur("retry_after_cap_ms", "budget.retry_after_cap"),
+        maxRetries = o.long("max_retries"),
+        backoff = o.optJSONObject("backoff")?.let { backoff(it, "budget.backoff") },
+        maxBackoffDuration = o.dur("max_backoff_duration_ms", "budget.max_backoff_duration"),
+        seed = o.long("seed"),
+    )
+}
+
+private fun quotaConfig(o: JSONObject): QuotaConfig {
+    o.only("quota", "capacity", "retry_cost", "timeout_cost", "success_refill")
+    return QuotaConfig(o.long("capacity"), o.long("retry_cost"), o.long("timeout_cost"), o.long("success_refill"))
+}
+
+private fun classifierConfig(o: JSONObject): ClassifierConfig {
+    o.only("classifier", "failure_statuses", "answer_statuses", "retry_after_statuses", "rate_limit_default_wait_ms")
+    return ClassifierConfig(
+        failureStatuses = o.ints("failure_statuses"),
+        answerStatuses = o.ints("answer_statuses"),
+        retryAfterStatuses = o.ints("retry_after_statuses"),
+        rateLimitDefaultWait = o.dur("rate_limit_default_wait_ms", "classifier.rate_limit_default_wait"),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values as the suite spells them
+// ---------------------------------------------------------------------------------------------
+
+private fun ms(d: Duration): Double = d.toDouble(DurationUnit.MILLISECONDS)
+
+private fun ms(d: Duration?): Double? = d?.let(::ms)
+
+private fun outcome(v: Any?): Outcome = when (v) {
+    "success" -> Outcome.Success
+    "answer" -> Outcome.Answer
+    "failure" -> Outcome.Failure
+    "timeout" -> Outcome.Timeout
+    "cancelled" -> Outcome.Cancelled
+    is JSONObject -> {
+        v.only("outcome", "retry_later_ms")
+        Outcome.RetryLater(duration("outcome.retry_later", v.get("retry_later_ms")))
+    }
+    else -> fail("unknown outcome $v")
+}
+
+private fun decision(d: Decision): MutableMap<String, Any?> = when (d) {
+    Decision.Done -> mutableMapOf("decision" to "done")
+    is Decision.Retry -> mutableMapOf(
+        "decision" to "retry",
+        "delay_ms" to ms(d.delay),
+        "source" to d.source.stableName,
+        "server_delay_ms" to ms(d.serverDelay),
+        "capped" to d.capped,
+    )
+    is Decision.GiveUp -> mutableMapOf(
+        "decision" to "give_up",
+        "reason" to d.reason.stableName,
+        "server_delay_ms" to ms(d.serverDelay),
+    )
+}
+
+private fun event(e: StateChange): Map<String, Any?> = mapOf(
+    "at" to e.at.inWholeMilliseconds,
+    "from" to e.from.stableName,
+    "to" to e.to.stableName,
+    "episode" to e.episode,
+    "reason" to e.reason.stableName,
+    "requested_delay_ms" to ms(e.requestedDelay),
+    "open_for_ms" to ms(e.openFor),
+)
+
+private fun retryAfter(r: RetryAfter, into: MutableMap<String, Any?>) {
+    when (r) {
+        is RetryAfter.Delay -> into["delay_ms"] = ms(r.delay)
+        is RetryAfter.Unusable -> into["unusable"] = r.reason.stableName
+    }
+}
+
+private fun same(want: Any?, got: Any?): Boolean = when {
+    want == null || want == JSONObject.NULL -> got == null
+    want is Number && got is Number -> want.toDouble() == got.toDouble()
+    else -> want == got
+}
+
+/** Compares [expect] with [actual]; [known] lists every key the op may assert. */
+private fun check(expect: Any?, actual: Map<String, Any?>, vararg known: String) {
+    if (expect == null) return
+    val obj = expect as? JSONObject ?: fail("expect must be an object")
+    for (k in obj.keySet()) {
+        if (k !in known) fail("unknown expect key \"$k\"")
+        val want = obj.get(k)
+        val got = actual[k]
+        if (!same(want, got)) fail("$k: expected $want, got $got  (all: $actual)")
+    }
+}
+
+private val DECISION_KEYS = arrayOf("decision", "delay_ms", "source", "server_delay_ms", "capped", "reason")
+
+// ---------------------------------------------------------------------------------------------
+// One case
+// ---------------------------------------------------------------------------------------------
+
+private class Ctx(case: JSONObject) {
+    val config: JSONObject = case.optJSONObject("config") ?: JSONObject()
+    val clock: ManualClock
+    val breaker: Breaker?
+    val group: BreakerGroup?
+    val budget: RetryBudget?
+    val quota: RetryQuota?
+    val classifier: Classifier
+    val policy: Policy?
+    val permits = HashMap<String, Pair<Permit, String?>>()
+    val calls = HashMap<String, RetryState>()
+    val policyCalls = HashMap<String, Call>()
+    val leases = HashMap<String, QuotaLease>()
+
+    init {
+        config.only("config", "breaker", "budget", "quota", "classifier")
+        val origin = case.optJSONObject("clock")?.optLong("wall_origin_unix_ms", 0) ?: 0
+        clock = ManualClock.withWallOrigin(Instant.ofEpochMilli(origin))
+        val isGroup = case.optBoolean("group", false)
+        val breakerSpec = config.optJSONObject("breaker")?.let(::breakerConfig)
+        breaker = if (breakerSpec != null && !isGroup) Breaker(breakerSpec, clock) else null
+        group = if (breakerSpec != null && isGroup) BreakerGroup(breakerSpec, clock) else null
+        budget = config.optJSONObject("budget")?.let { RetryBudget(budgetConfig(it), clock) }
+        quota = config.optJSONObject("quota")?.let { RetryQuota(quotaConfig(it)) }
+        classifier = Classifier(config.optJSONObject("classifier")?.let(::classifierConfig), clock)
+        policy = if (case.optBoolean("policy", false)) {
+            Policy(breaker ?: fail("a policy case needs a breaker"), budget ?: fail("a policy case needs a budget"), quota, classifier)
+        } else {
+            null
+        }
+    }
+
+    fun breaker(step: JSONObject): Breaker = when (val key = step.optString("key", "")) {
+        "" -> breaker ?: fail("the case has no breaker")
+        else -> (group ?: fail("step names a key but the case has no group")).get(key)
+    }
+
+    fun headers(step: JSONObject): List<Header> {
+        val list = step.optJSONArray("headers") ?: return emptyList()
+        return (0 until list.length()).map {
+            val pair = list.get(it) as? JSONArray ?: fail("bad header ${list.get(it)}")
+            if (pair.length() != 2) fail("bad header $pair")
+            Header(pair.getString(0), pair.getString(1))
+        }
+    }
+
+    fun allow(step: JSONObject, a: MutableMap<String, Any?>): Boolean =
+        when (val adm = breaker(step).allow()) {
+            is Admission.Admitted -> {
+                a["admitted"] = true
+                a["episode"] = adm.episode
+                a["probe"] = adm.probe
+                permits[step.optString("as", "_last")] = adm.permit to step.optString("key", "").ifEmpty { null }
+                true
+            }
+            is Admission.Refused -> {
+                a["admitted"] = false
+                a["retry_after_ms"] = ms(adm.retryAfter)
+                a["state"] = adm.state.stableName
+                false
+            }
+        }
+
+    fun record(name: String, o: Outcome, step: JSONObject, a: MutableMap<String, Any?>) {
+        val (permit, key) = permits[name] ?: fail("no permit named \"$name\"")
+        val b = if (key != null) (group ?: fail("no group")).get(key) else breaker(step)
+        try {
+            a["effect"] = b.record(permit, o).stableName
+        } catch (e: HoldoffException) {
+            a["error"] = e.code()
+        }
+    }
+
+    fun step(step: JSONObject) {
+        val op = step.optString("op", "").ifEmpty { fail("step without op") }
+        val expect = step.opt("expect")
+        val a = HashMap<String, Any?>()
+        val callName = step.optString("call", "default")
+        when (op) {
+            "allow" -> {
+                allow(step, a)
+                check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state")
+            }
+            "record" -> {
+                val name = step.optString("permit", "").ifEmpty { fail("record needs permit") }
+                record(name, outcome(step.opt("outcome")), step, a)
+                check(expect, a, "effect", "error")
+            }
+            "call" -> {
+                val o = outcome(step.opt("outcome"))
+                if (allow(step, a)) record(step.optString("as", "_last"), o, step, a)
+                check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state", "effect")
+            }
+            "record_foreign" -> {
+                val name = step.optString("permit", "").ifEmpty { fail("record_foreign needs permit") }
+                val (permit, _) = permits[name] ?: fail("no permit named \"$name\"")
+                val other = Breaker(breakerConfig(config.optJSONObject("breaker") ?: fail("no breaker config")), clock)
+                try {
+                    a["effect"] = other.record(permit, Outcome.Success).stableName
+                } catch (e: HoldoffException) {
+                    a["error"] = e.code()
+                }
+                check(expect, a, "error", "effect")
+            }
+            "snapshot" -> {
+                val s = breaker(step).snapshot()
+                a += mapOf(
+                    "state" to s.state.stableName,
+                    "episode" to s.episode,
+                    "failures" to s.failures,
+                    "recoveries" to s.recoveries,
+                    "probes_in_flight" to s.probesInFlight,
+                    "retry_after_ms" to ms(s.retryAfter),
+                    "probe_ready" to s.probeReady,
+                    "interval_ms" to ms(s.interval),
+                    "opens" to s.opens,
+                    "closes" to s.closes,
+                    "probes" to s.probes,
+                    "refusals" to s.refusals,
+                    "stale_answers" to s.staleAnswers,
+                )
+                check(expect, a, *a.keys.toTypedArray())
+            }
+            "events" -> {
+                val got = breaker(step).drainEvents().map(::event)
+                val want = expect as? JSONArray ?: fail("events expects an array")
+                if (want.length() != got.size) fail("expected ${want.length()} events, got ${got.size}: $got")
+                got.forEachIndexed { i, g ->
+                    try {
+                        check(want.get(i), g, *g.keys.toTypedArray())
+                    } catch (e: CaseFailure) {
+                        fail("event $i: ${e.message}")
+                    }
+                }
+            }
+            "force_open" -> { breaker(step).forceOpen(); check(expect, a) }
+            "disable" -> { breaker(step).disable(); check(expect, a) }
+            "reset" -> { breaker(step).reset(); check(expect, a) }
+            "clock_set" -> {
+                val to = step.optLong("to_ms", -1).takeIf { it >= 0 } ?: fail("clock_set needs to_ms")
+                try {
+                    clock.set(to.milliseconds)
+                } catch (e: HoldoffException) {
+                    a["error"] = e.code()
+                }
+                check(expect, a, "error")
+            }
+            "clock_advance" -> {
+                val by = step.optLong("by_ms", -1).takeIf { it >= 0 } ?: fail("clock_advance needs by_ms")
+                clock.advance(by.milliseconds)
+                check(expect, a)
+            }
+            "decide" -> {
+                val o = outcome(step.opt("outcome"))
+                val b = budget ?: fail("the case has no budget")
+                val call = calls.getOrPut(callName) { RetryState() }
+                a += decision(b.decide(call, o))
+                check(expect, a, *DECISION_KEYS)
+            }
+            "budget_state" -> {
+                val b = budget ?: fail("the case has no budget")
+                val start = b.episodeStart()
+                a["episode_active"] = start != null
+                a["episode_start_ms"] = start?.inWholeMilliseconds
+                a["retries"] = calls[callName]?.retries() ?: 0L
+                check(expect, a, "episode_active", "episode_start_ms", "retries")
+            }
+            "parse_retry_after" -> {
+                val v = step.optString("value", null) ?: fail("parse_retry_after needs value")
+                retryAfter(parseRetryAfter(v, clock.wallNow()), a)
+                check(expect, a, "delay_ms", "unusable")
+            }
+            "hint" -> {
+                val h = hintFromHeaders(headers(step), clock.wallNow())
+                retryAfter(h.hint, a)
+                a["source"] = h.source.stableName
+                check(expect, a, "delay_ms", "unusable", "source")
+            }
+            "classify" -> {
+                val status = step.optLong("status", Long.MIN_VALUE).takeIf { it != Long.MIN_VALUE } ?: fail("classify needs status")
+                try {
+                    val c = classifier.classify(status.coerceIn(Int.MIN_VALUE.toLong(), Int.MAX_VALUE.toLong()).toInt(), headers(step))
+                    a["outcome"] = c.outcome.stableName
+                    a["retry_later_ms"] = (c.outcome as? Outcome.RetryLater)?.let { ms(it.delay) }
+                } catch (e: HoldoffException) {
+                    a["error"] = e.code()
+                }
+                check(expect, a, "outcome", "retry_later_ms", "error")
+            }
+            "quota_acquire" -> {
+                val q = quota ?: fail("the case has no quota")
+                when (val r = q.acquire(step.optBoolean("timeout", false))) {
+                    is QuotaAcquisition.Acquired -> {
+                        a["acquired"] = true
+                        a["cost"] = r.lease.cost
+                        step.optString("as", "").ifEmpty { null }?.let { leases[it] = r.lease }
+                    }
+                    is QuotaAcquisition.Empty -> {
+                        a["acquired"] = false
+                        a["cost"] = r.cost
+                    }
+                }
+                a["available"] = q.available()
+                check(expect, a, "acquired", "cost", "available")
+            }
+            "quota_success" -> {
+                val q = quota ?: fail("the case has no quota")
+                val lease = step.optString("lease", "").ifEmpty { null }?.let { leases.remove(it) ?: fail("no lease named \"$it\"") }
+                q.onSuccess(lease)
+                a["available"] = q.available()
+                check(expect, a, "available")
+            }
+            "before" -> {
+                val p = policy ?: fail("the case has no policy")
+                val call = policyCalls.getOrPut(callName) { Call() }
+                when (val b = p.beforeAttempt(call)) {
+                    is Before.Go -> {
+                        a["action"] = "go"
+                        a["episode"] = b.episode
+                        a["probe"] = b.probe
+                        permits[step.optString("as", "_last")] = b.permit to null
+                    }
+                    is Before.Wait -> {
+                        a["action"] = "wait"
+                        a["delay_ms"] = ms(b.delay)
+                    }
+                    is Before.GiveUp -> {
+                        a["action"] = "give_up"
+                        a["reason"] = b.reason.stableName
+                        a["retry_after_ms"] = ms(b.retryAfter)
+                    }
+                }
+                check(expect, a, "action", "episode", "probe", "delay_ms", "reason", "retry_after_ms")
+            }
+            "after" -> {
+                val p = policy ?: fail("the case has no policy")
+                val name = step.optString("permit", "_last")
+                val (permit, _) = permits[name] ?: fail("no permit named \"$name\"")
+                val call = policyCalls.getOrPut(callName) { Call() }
+                try {
+                    if (step.has("status")) {
+                        val r = p.afterResponse(call, permit, step.getInt("status"), headers(step))
+                        a += decision(r.decision)
+                        a["outcome"] = r.classification.outcome.stableName
+                    } else {
+                        a += decision(p.afterAttempt(call, permit, outcome(step.opt("outcome") ?: fail("after needs outcome or status"))))
+                    }
+                } catch (e: HoldoffException) {
+                    a["error"] = e.code()
+                }
+                check(expect, a, *DECISION_KEYS, "error", "outcome")
+            }
+            else -> fail("unknown op \"$op\"")
+        }
+    }
+}
+
+private fun runCase(case: JSONObject) {
+    val expectError = case.optJSONObject("expect_error")
+    val ctx = try {
+        Ctx(case)
+    } catch (e: HoldoffException) {
+        if (expectError == null) fail("configuration refused: $e")
+        val a = mutableMapOf<String, Any?>("error" to e.code())
+        if (e is HoldoffException.InvalidConfig) a["field"] = e.field
+        check(expectError, a, "error", "field")
+        return
+    }
+    if (expectError != null) fail("expected configuration error $expectError, but it built")
+    val steps = case.optJSONArray("steps") ?: fail("case without steps")
+    for (i in 0 until steps.length()) {
+        val step = steps.getJSONObject(i)
+        val repeat = step.optLong("repeat", 1)
+        val every = step.optLong("every_ms", 0)
+        for (r in 0 until repeat) {
+            if (step.has("at")) {
+                val t = step.getLong("at") + r * every
+                try {
+                    ctx.clock.set(t.milliseconds)
+                } catch (e: HoldoffException) {
+                    fail("step $i: clock cannot move to $t: $e")
+                }
+            }
+            try {
+                ctx.step(step)
+            } catch (e: CaseFailure) {
+                val rep = if (repeat > 1) " (repetition $r)" else ""
+                fail("step $i ${step.optString("op", "?")} at ${ctx.clock.now().inWholeMilliseconds}$rep: ${e.message}")
+            }
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! The circuit breaker, its permits, snapshots, events, and breaker groups.
+
+use std::sync::Arc;
+
+use holdoff::PermitSlot;
+
+use crate::{clock_of, count, BreakerConfig, Duration, HoldoffError, ManualClock};
+
+/// A breaker's state. Kotlin's constant names, lowercased, are the suite's stable names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
+pub enum State {
+    /// Calls pass; outcomes are counted by the trip policy.
+    Closed,
+    /// Calls are refused until the next probe is due.
+    Open,
+    /// A probe was admitted in this episode and recovery is under way.
+    HalfOpen,
+    /// Opened by an operator; refuses everything until `reset`.
+    ForcedOpen,
+    /// Admits everything and never trips; outcomes are still counted.
+    Disabled,
+}
+
+impl From<holdoff::State> for State {
+    fn from(s: holdoff::State) -> Self {
+        match s {
+            holdoff::State::Closed => State::Closed,
+            holdoff::State::Open => State::Open,
+            holdoff::State::HalfOpen => State::HalfOpen,
+            holdoff::State::ForcedOpen => State::ForcedOpen,
+            holdoff::State::Disabled => State::Disabled,
+        }
+    }
+}
+
+/// What happened to a call.
+#[derive(Debug, Clone, Copy, PartialEq, uniffi::Enum)]
+pub enum Outcome {
+    /// The call succeeded.
+    Success,
+    /// The upstream answered, not with a success, and retrying would not help (a 404): proves
+    /// it is reachable; counts toward recovery like a success but cannot close alone.
+    Answer,
+    /// A transient failure (5xx, refused connection, a blocking 403 configured as failure).
+    Failure,
+    /// The call timed out: a failure that costs more retry quota.
+    Timeout,
+    /// The upstream asked to be left alone for `delay` (429/503 with Retry-After): opens the
+    /// breaker at once for that delay (bounded by `max_retry_later`); zero is a plain failure.
+    RetryLater { delay: Duration },
+    /// The caller gave up on the call: counts for nothing, frees a probe.
+    Cancelled,
+}
+
+impl Outcome {
+    pub(crate) fn to_core(self) -> Result<holdoff::Outcome, HoldoffError> {
+        Ok(match self {
+            Outcome::Success => holdoff::Outcome::Success,
+            Outcome::Answer => holdoff::Outcome::Answer,
+            Outcome::Failure => holdoff::Outcome::Failure,
+            Outcome::Timeout => holdoff::Outcome::Timeout,
+            Outcome::RetryLater { delay } => {
+                holdoff::Outcome::RetryLater(delay.input("outcome.retry_later")?)
+            }
+            Outcome::Cancelled => holdoff::Outcome::Cancelled,
+        })
+    }
+}
+
+impl From<holdoff::Outcome> for Outcome {
+    fn from(o: holdoff::Outcome) -> Self {
+        match o {
+            holdoff::Outcome::Success => Outcome::Success,
+            holdoff::Outcome::Answer => Outcome::Answer,
+            holdoff::Outcome::Failure => Outcome::Failure,
+            holdoff::Outcome::Timeout => Outcome::Timeout,
+            holdoff::Outcome::RetryLater(d) => Outcome::RetryLater {
+                delay: Duration::from_std(d),
+            },
+            holdoff::Outcome::Cancelled => Outcome::Cancelled,
+        }
+    }
+}
+
+/// What recording did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum Effect {
+    /// Counted: it may have moved the breaker.
+    Counted,
+    /// A stale answer (an earlier episode, a call admitted before the open, a lost probe):
+    /// kept in metrics; a stale failure still discards recovery progress.
+    Stale,
+    /// Nothing to count (a cancelled call).
+    Ignored,
+}
+
+impl From<holdoff::Effect> for Effect {
+    fn from(e: holdoff::Effect) -> Self {
+        match e {
+            holdoff::Effect::Counted => Effect::Counted,
+            holdoff::Effect::Stale => Effect::Stale,
+            holdoff::Effect::Ignored => Effect::Ignored,
+        }
+    }
+}
+
+/// Why the state changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+pub enum Reason {
+    Tripped,
+    RetryLater,
+    ProbeAdmitted,
+    ProbeFailed,
+    Recovered,
+    ForcedOpen,
+    Disabled,
+    Reset,
+}
+
+impl From<holdoff::Reason> for Reason {
+    fn from(r: holdoff::Reason) -> Self {
+        match r {
+            holdoff::Reason::Tripped => Reason::Tripped,
+            holdoff::Reason::RetryLater => Reason::RetryLater,
+            holdoff::Reason::ProbeAdmitted => Reason::ProbeAdmitted,
+            holdoff::Reason::ProbeFailed => Reason::ProbeFailed,
+            holdoff::Reason::Recovered => Reason::Recovered,
+            holdoff::Reason::ForcedOpen => Reason::ForcedOpen,
+            holdoff::Reason::Disabled => Reason::Disabled,
+            holdoff::Reason::Reset => Reason::Reset,
+        }
+    }
+}
+
+/// One state change, stamped with the time (since the clock's origin) of the reading that
+/// caused it.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct StateChange {
+    pub at: Duration,
+    pub from: State,
+    pub to: State,
+    /// The episode number after the change (0 before the first trip).
+    pub episode: i64,
+    pub reason: Reason,
+    /// For a retry-later opening: the delay the provider asked for, before the guard.
+    pub requested_delay: Option<Duration>,
+    /// For openings: how long until the first probe may be admitted.
+    pub open_for: Option<Duration>,
+}
+
+impl From<&holdoff::StateChange> for StateChange {
+    fn from(e: &holdoff::StateChange) -> Self {
+        StateChange {
+            at: Duration::from_std(std::time::Duration::from_nanos(e.at.as_nanos())),
+            from: e.from.into(),
+            to: e.to.into(),
+            episode: i64::from(e.episode),
+            reason: e.reason.into(),
+            requested_delay: Duration::opt(e.requested_delay),
+            open_for: Duration::opt(e.open_for),
+        }
+    }
+}
+
+/// A side-effect-free view of a breaker (taking it spends no probe).
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct Snapshot {
+    pub state: State,
+    /// Number of the current (or last) open episode; 0 before the first trip.
+    pub episode: i64,
+    /// Failures counted by the trip policy now.
+    pub failures: i64,
+    /// Consecutive current-episode probe answers so far.
+    pub recoveries: i64,
+    /// Probes admitted and not yet answered, cancelled or timed out.
+    pub probes_in_flight: i64,
+    /// While open or half-open: time until the next probe may go (zero when one may go now).
+    pub retry_after: Option<Duration>,
+    /// Whether `allow` would admit a probe now.
+    pub probe_ready: bool,
+    /// The open interval in force, while open or half-open.
+    pub interval: Option<Duration>,
+    pub opens: i64,
+    pub closes: i64,
+    pub probes: i64,
+    pub refusals: i64,
+    pub stale_answers: i64,
+    /// Events dropped because nobody drained the queue.
+    pub events_dropped: i64,
+}
+
+impl From<holdoff::Snapshot> for Snapshot {
+    fn from(s: holdoff::Snapshot) -> Self {
+        Snapshot {
+            state: s.state.into(),
+            episode: i64::from(s.episode),
+            failures: count(s.failures),
+            recoveries: i64::from(s.recoveries),
+            probes_in_flight: i64::from(s.probes_in_flight),
+            retry_after: Duration::opt(s.retry_after),
+            probe_ready: s.probe_ready,
+            interval: Duration::opt(s.interval),
+            opens: count(s.opens),
+            closes: count(s.closes),
+            probes: count(s.probes),
+            refusals: count(s.refusals),
+            stale_answers: count(s.stale_answers),
+            events_dropped: count(s.events_dropped),
+        }
+    }
+}
+
+/// Leave to make one call, recorded at most once (a second record is
+/// `PermitAlreadyRecorded`). An unrecorded probe permit holds its slot until the probe
+/// timeout: record `Cancelled` when the call is abandoned.
+#[derive(Debug, uniffi::Object)]
+pub struct Permit {
+    pub(crate) slot: PermitSlot,
+    pub(crate) breaker: Arc<holdoff::Breaker>,
+}
+
+impl Permit {
+    pub(crate) fn new(permit: holdoff::Permit, breaker: &Arc<holdoff::Breaker>) -> Arc<Permit> {
+        Arc::new(Permit {
+            slot: PermitSlot::new(permit),
+            breaker: Arc::clone(breaker),
+        })
+    }
+}
+
+#[uniffi::export]
+impl Permit {
+    /// The episode this call was admitted under: 0 while closed, else the open episode.
+    pub fn episode(&self) -> i64 {
+        i64::from(self.slot.episode())
+    }
+
+    /// Whether this call is a probe of an open breaker.
+    pub fn is_probe(&self) -> bool {
+        self.slot.is_probe()
+    }
+
+    /// Whether the permit was already recorded.
+    pub fn is_recorded(&self) -> bool {
+        self.slot.is_taken()
+    }
+
+    /// Records the outcome on the breaker that issued the permit.
+    pub fn record(&self, outcome: Outcome) -> Result<Effect, HoldoffError> {
+        let o = outcome.to_core()?;
+        let p = self.slot.take(&self.breaker)?;
+        Ok(self.breaker.record(p, o)?.into())
+    }
+
+    /// Records a success: the cheapest crossing (no argument, no result to convert).
+    pub fn record_success(&self) -> Result<(), HoldoffError> {
+        let p = self.slot.take(&self.breaker)?;
+        self.breaker.record(p, holdoff::Outcome::Success)?;
+        Ok(())
+    }
+}
+
+/// The answer to `Breaker.allow`.
+#[derive(Debug, uniffi::Enum)]
+pub enum Admission {
+    /// Make the call, then record it on the permit. `episode` is 0 while closed.
+    Admitted {
+        permit: Arc<Permit>,
+        episode: i64,
+        probe: bool,
+    },
+    /// Refused without touching the upstream. `retry_after` is the time until the next probe
+    /// (`None` while forced open).
+    Refused {
+        retry_after: Option<Duration>,
+        state: State,
+        episode: i64,
+    },
+}
+
+/// Receives a breaker's state changes, on the thread that caused them, after the breaker's
+/// lock is released (so it may call back into the breaker). Must not throw.
+#[uniffi::export(with_foreign)]
+pub trait StateListener: Send + Sync {
+    fn on_state_change(&self, change: StateChange);
+}
+
+/// A circuit breaker for one upstream; share it between every thread that calls it.
+#[derive(Debug, uniffi::Object)]
+pub struct Breaker {
+    pub(crate) inner: Arc<holdoff::Breaker>,
+}
+
+#[uniffi::export]
+impl Breaker {
+    /// A closed breaker on `clock` (the system clock if absent). `InvalidConfig` names the
+    /// first invalid field.
+    #[uniffi::constructor(default(clock = None))]
+    pub fn new(config: BreakerConfig, clock: Option<Arc<ManualClock>>) -> Result<Arc<Self>, HoldoffError> {
+        let inner = holdoff::Breaker::new(config.to_core()?, clock_of(&clock))?;
+        Ok(Arc::new(Breaker {
+            inner: Arc::new(inner),
+        }))
+    }
+
+    /// Asks to make a call: admits it (closed, disabled, or as a probe when one is due) or
+    /// refuses it with the time until the next probe. This is the only act of admission.
+    pub fn allow(&self) -> Admission {
+        match self.inner.allow() {
+            Ok(p) => Admission::Admitted {
+                episode: i64::from(p.episode()),
+                probe: p.is_probe(),
+                permit: Permit::new(p, &self.inner),
+            },
+            Err(r) => Admission::Refused {
+                retry_after: Duration::opt(r.retry_after),
+                state: r.state.into(),
+                episode: i64::from(r.episode),
+            },
+        }
+    }
+
+    /// `allow` that throws `BreakerOpen` when refused: one crossing, a bare handle back.
+    pub fn acquire(&self) -> Result<Arc<Permit>, HoldoffError> {
+        match self.inner.allow() {
+            Ok(p) => Ok(Permit::new(p, &self.inner)),
+            Err(r) => Err(HoldoffError::BreakerOpen {
+                retry_after: Duration::opt(r.retry_after),
+            }),
+        }
+    }
+
+    /// Records `outcome` for `permit` on this breaker: `ForeignPermit` if another breaker
+    /// issued it, `PermitAlreadyRecorded` the second time.
+    pub fn record(&self, permit: Arc<Permit>, outcome: Outcome) -> Result<Effect, HoldoffError> {
+        let o = outcome.to_core()?;
+        let p = permit.slot.take(&self.inner)?;
+        Ok(self.inner.record(p, o)?.into())
+    }
+
+    /// Opens the breaker until `reset` (starts a new episode).
+    pub fn force_open(&self) {
+        self.inner.force_open();
+    }
+
+    /// Admits everything and never trips until `reset`; outcomes are still counted.
+    pub fn disable(&self) {
+        self.inner.disable();
+    }
+
+    /// Back to closed with empty counts (starts a new episode: older permits are stale).
+    pub fn reset(&self) {
+        self.inner.reset();
+    }
+
+    /// A side-effect-free view.
+    pub fn snapshot(&self) -> Snapshot {
+        self.inner.snapshot().into()
+    }
+
+    /// The state changes since the last drain, oldest first (at most 1024 are kept).
+    pub fn drain_events(&self) -> Vec<StateChange> {
+        self.inner.drain_events().iter().map(StateChange::from).collect()
+    }
+
+    /// Sets (or clears) the listener for state changes.
+    pub fn set_listener(&self, listener: Option<Arc<dyn StateListener>>) {
+        self.inner.set_listener(listener.map(|l| {
+            let f: holdoff::Listener = Arc::new(move |c: &holdoff::StateChange| l.on_state_change(c.into()));
+            f
+        }));
+    }
+}
+
+/// Breakers keyed by upstream (host, registry, provider), made lazily from one template; each
+/// gets the template with its jitter seed mixed with the key.
+#[derive(Debug, uniffi::Object)]
+pub struct BreakerGroup {
+    inner: holdoff::BreakerGroup,
+}
+
+#[uniffi::export]
+impl BreakerGroup {
+    /// An empty group; the template is validated now.
+    #[uniffi::constructor(default(clock = None))]
+    pub fn new(template: BreakerConfig, clock: Option<Arc<ManualClock>>) -> Result<Arc<Self>, HoldoffError> {
+        Ok(Arc::new(BreakerGroup {
+            inner: holdoff::BreakerGroup::new(template.to_core()?, clock_of(&clock))?,
+        }))
+    }
+
+    /// The breaker for `key`, created on first use.
+    pub fn get(&self, key: String) -> Arc<Breaker> {
+        Arc::new(Breaker {
+            inner: self.inner.get(&key),
+        })
+    }
+
+    /// The breaker for `key` if it exists, without creating it.
+    pub fn peek(&self, key: String) -> Option<Arc<Breaker>> {
+        self.inner.peek(&key).map(|inner| Arc::new(Breaker { inner }))
+    }
+
+    /// Keys with a breaker, sorted.
+    pub fn keys(&self) -> Vec<String> {
+        self.inner.keys()
+    }
+
+    /// Number of breakers.
+    pub fn size(&self) -> i64 {
+        count(self.inner.len() as u64)
+    }
+}

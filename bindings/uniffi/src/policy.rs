@@ -1,0 +1,159 @@
+//! One upstream's breaker, budget, quota and classifier composed (DESIGN §5). The Kotlin
+//! `execute` helpers are built on `before_attempt` and `after_attempt` only.
+
+use std::sync::{Arc, Mutex};
+
+use crate::http::{pairs, status};
+use crate::{
+    lock, Breaker, Classification, Classifier, Decision, Duration, GiveUpReason, Header, HoldoffError,
+    Outcome, Permit, RetryBudget, RetryQuota,
+};
+
+/// The per-call state of a policy: one per logical call (all its attempts).
+#[derive(Debug, Default, uniffi::Object)]
+pub struct Call {
+    inner: Mutex<holdoff::Call>,
+}
+
+#[uniffi::export]
+impl Call {
+    #[uniffi::constructor]
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Attempts admitted so far.
+    pub fn attempts(&self) -> i64 {
+        i64::from(lock(&self.inner).attempts())
+    }
+
+    /// Retries taken on the budget's counted path.
+    pub fn retries(&self) -> i64 {
+        i64::from(lock(&self.inner).retry_state().retries())
+    }
+}
+
+/// What to do before an attempt.
+#[derive(Debug, uniffi::Enum)]
+pub enum Before {
+    /// Make the attempt; then `after_attempt` with the permit.
+    Go {
+        permit: Arc<Permit>,
+        episode: i64,
+        probe: bool,
+    },
+    /// The breaker is open: wait this long, then ask again.
+    Wait { delay: Duration },
+    /// Stop: the breaker stays open beyond what is left of the budget (`retry_after` is the
+    /// time until its next probe, absent while forced open).
+    GiveUp {
+        reason: GiveUpReason,
+        retry_after: Option<Duration>,
+    },
+}
+
+/// The decision after an HTTP response, with how the response was classified.
+#[derive(Debug, Clone, PartialEq, uniffi::Record)]
+pub struct ResponseDecision {
+    pub decision: Decision,
+    pub classification: Classification,
+}
+
+/// One upstream's breaker, budget, optional quota and classifier. Each operation reads the
+/// clock at most once.
+#[derive(Debug, uniffi::Object)]
+pub struct Policy {
+    inner: holdoff::Policy,
+    breaker: Arc<Breaker>,
+    budget: Arc<RetryBudget>,
+    quota: Option<Arc<RetryQuota>>,
+}
+
+#[uniffi::export]
+impl Policy {
+    /// Composes the parts. The breaker and the budget must share one clock (`InvalidConfig`
+    /// naming `policy.clock` otherwise). Without a classifier, the default one.
+    #[uniffi::constructor(default(quota = None, classifier = None))]
+    pub fn new(
+        breaker: Arc<Breaker>,
+        budget: Arc<RetryBudget>,
+        quota: Option<Arc<RetryQuota>>,
+        classifier: Option<Arc<Classifier>>,
+    ) -> Result<Arc<Self>, HoldoffError> {
+        let classifier = classifier.map(|c| c.inner.clone()).unwrap_or_default();
+        let inner = holdoff::Policy::new(
+            Arc::clone(&breaker.inner),
+            Arc::clone(&budget.inner),
+            quota.as_ref().map(|q| Arc::clone(&q.inner)),
+            classifier,
+        )?;
+        Ok(Arc::new(Policy {
+            inner,
+            breaker,
+            budget,
+            quota,
+        }))
+    }
+
+    pub fn breaker(&self) -> Arc<Breaker> {
+        Arc::clone(&self.breaker)
+    }
+
+    pub fn budget(&self) -> Arc<RetryBudget> {
+        Arc::clone(&self.budget)
+    }
+
+    pub fn quota(&self) -> Option<Arc<RetryQuota>> {
+        self.quota.clone()
+    }
+
+    /// Before an attempt: go, wait for the breaker, or give up. A first attempt does not wait
+    /// for an open breaker (`breaker_open`).
+    pub fn before_attempt(&self, call: Arc<Call>) -> Before {
+        match self.inner.before_attempt(&mut lock(&call.inner)) {
+            holdoff::Before::Go(p) => Before::Go {
+                episode: i64::from(p.episode()),
+                probe: p.is_probe(),
+                permit: Permit::new(p, self.inner.breaker()),
+            },
+            holdoff::Before::Wait(d) => Before::Wait {
+                delay: Duration::from_std(d),
+            },
+            holdoff::Before::GiveUp { reason, retry_after } => Before::GiveUp {
+                reason: reason.into(),
+                retry_after: Duration::opt(retry_after),
+            },
+        }
+    }
+
+    /// After an attempt: records the outcome, then done, retry after a delay, or give up.
+    pub fn after_attempt(
+        &self,
+        call: Arc<Call>,
+        permit: Arc<Permit>,
+        outcome: Outcome,
+    ) -> Result<Decision, HoldoffError> {
+        let o = outcome.to_core()?;
+        let p = permit.slot.take(self.inner.breaker())?;
+        Ok(self.inner.after_attempt(&mut lock(&call.inner), p, o)?.into())
+    }
+
+    /// `after_attempt` for an HTTP response, classified by the policy's classifier at the
+    /// decision's one clock reading. A status outside 100..=599 is `InvalidInput`.
+    pub fn after_response(
+        &self,
+        call: Arc<Call>,
+        permit: Arc<Permit>,
+        status: i32,
+        headers: Vec<Header>,
+    ) -> Result<ResponseDecision, HoldoffError> {
+        let p = permit.slot.take(self.inner.breaker())?;
+        let (d, c) =
+            self.inner
+                .after_response(&mut lock(&call.inner), p, self::status(status), pairs(&headers))?;
+        Ok(ResponseDecision {
+            decision: d.into(),
+            classification: c.into(),
+        })
+    }
+}
