@@ -5,7 +5,7 @@ export CARGO_TERM_COLOR ?= never
 # Every binding's run.sh installs what it needs (venv, npm packages, apt packages) itself.
 BINDINGS := python node c go csharp kotlin
 
-.PHONY: test demo conformance lint rust bindings bench fuzz $(addprefix test-,$(BINDINGS))
+.PHONY: test demo conformance lint rust bindings bench $(addprefix test-,$(BINDINGS))
 
 ## test: format and lint checks, every Rust test, every binding's tests, then the conformance matrix.
 test: lint rust bindings conformance
@@ -36,5 +36,8 @@ conformance:
 demo:
 	@bash cli/demo.sh
 
+## bench: the core's and the simulator's benchmarks, then each binding's (informational).
 bench:
-	cargo bench -p holdoff
+	cargo bench -p holdoff --bench hot_path
+	cargo bench -p holdoff-cli
+	@for b in $(BINDINGS); do bash bindings/$$b/run.sh bench || exit 1; done
