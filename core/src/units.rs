@@ -40,7 +40,10 @@ pub fn from_secs_f64(field: &str, secs: f64) -> Result<Duration, ConfigError> {
             "is too large (at most 2^53-1 milliseconds)",
         ));
     }
-    Ok(Duration::from_nanos((s * 1e9).round() as u64))
+    // Whole and fractional parts apart: `s * 1e9` in one f64 would round away whole units past
+    // about 104 days.
+    let whole = s.trunc();
+    Ok(Duration::from_secs(whole as u64) + Duration::from_nanos(((s - whole) * 1e9).round() as u64))
 }
 
 /// A duration from float milliseconds (Node's and the conformance suite's unit).
@@ -52,7 +55,8 @@ pub fn from_millis_f64(field: &str, ms: f64) -> Result<Duration, ConfigError> {
             "is too large (at most 2^53-1 milliseconds)",
         ));
     }
-    Ok(Duration::from_nanos((m * 1e6).round() as u64))
+    let whole = m.trunc();
+    Ok(Duration::from_millis(whole as u64) + Duration::from_nanos(((m - whole) * 1e6).round() as u64))
 }
 
 /// A duration from signed integer milliseconds.
@@ -96,7 +100,8 @@ pub fn finite(field: &str, v: f64) -> Result<f64, ConfigError> {
 
 /// Milliseconds of a duration as a float, for bindings that report milliseconds.
 pub fn as_millis_f64(d: Duration) -> f64 {
-    d.as_nanos() as f64 / 1e6
+    // Whole milliseconds stay exact up to 2^53; only the sub-millisecond part is a fraction.
+    d.as_millis() as f64 + f64::from(d.subsec_nanos() % 1_000_000) / 1e6
 }
 
 #[cfg(test)]
@@ -112,5 +117,21 @@ mod tests {
         assert!(from_millis_f64("a", 1e300).is_err());
         assert_eq!(from_secs_f64("a", 1.5).unwrap(), Duration::from_millis(1500));
         assert_eq!(count("n", 0, 1, 5).unwrap_err().field, "n");
+    }
+
+    #[test]
+    fn whole_milliseconds_stay_exact_for_centuries() {
+        // 100 years in ms: a product with 1e6 in f64 would drop whole nanoseconds here.
+        let ms = 3_155_760_000_001.0;
+        assert_eq!(
+            from_millis_f64("t", ms).unwrap(),
+            Duration::from_millis(3_155_760_000_001)
+        );
+        assert_eq!(as_millis_f64(Duration::from_millis(3_155_760_000_001)), ms);
+        assert_eq!(
+            from_secs_f64("t", 3_155_760_001.0).unwrap(),
+            Duration::from_secs(3_155_760_001)
+        );
+        assert_eq!(from_millis_f64("t", 1.5).unwrap(), Duration::from_micros(1500));
     }
 }
