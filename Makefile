@@ -22,6 +22,8 @@ RUST_TESTED := --workspace --exclude holdoff-python --exclude holdoff-node
 rust:
 	cargo test $(RUST_TESTED) --all-targets
 	cargo test $(RUST_TESTED) --doc
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p holdoff -p holdoff-tokio --all-features
+	timeout 60 cargo run -q -p holdoff-tokio --example local_server --features reqwest
 
 bindings: $(addprefix test-,$(BINDINGS))
 
