@@ -469,7 +469,9 @@ struct InFlight {
     // The window before this probe re-armed it, and the value it re-armed it to: a cancelled
     // probe gives its window back only if nothing moved it since.
     prev_eligible: Instant,
-    rearmed_to: Option<Instant>,
+    // The window this probe's admission opened by re-arming, if it did. Windows are compared by
+    // number, not by instant: a failed sibling probe can re-open to the very same instant.
+    rearmed_window: Option<u64>,
     // The probe window it was admitted in.
     window: u64,
 }
@@ -763,19 +765,19 @@ impl Breaker {
                     let timeout = self.config.probe_timeout.unwrap_or(inner.interval);
                     let prev_eligible = inner.eligible_at;
                     let window = inner.probe_window;
-                    let mut rearmed_to = None;
+                    let mut rearmed_window = None;
                     inner.window_admitted += 1;
                     if inner.window_admitted as usize == max {
                         let next = t.saturating_add(inner.interval);
                         Self::new_window(&mut inner, next);
-                        rearmed_to = Some(next);
+                        rearmed_window = Some(inner.probe_window);
                     }
                     inner.probes.push(InFlight {
                         id,
                         admitted: t,
                         timeout,
                         prev_eligible,
-                        rearmed_to,
+                        rearmed_window,
                         window,
                     });
                     inner.probes_admitted += 1;
@@ -851,7 +853,7 @@ impl Breaker {
             {
                 if let Some(i) = inner.probes.iter().position(|p| p.id == permit.probe) {
                     let p = inner.probes.swap_remove(i);
-                    if p.rearmed_to.is_some() && p.rearmed_to == Some(inner.eligible_at) {
+                    if p.rearmed_window.is_some() && p.rearmed_window == Some(inner.probe_window) {
                         // Nothing moved the window since this probe closed it: give it back.
                         inner.eligible_at = p.prev_eligible;
                         inner.probe_window = p.window;

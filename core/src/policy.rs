@@ -153,7 +153,9 @@ impl Policy {
     }
 
     /// [`Policy::after_attempt`] for an HTTP response: classifies (status, headers) with the
-    /// policy's classifier at the decision's one clock reading, then decides.
+    /// policy's classifier at the decision's one clock reading, then decides. A status outside
+    /// 100..=599 is an [`crate::InputError`], and the permit is recorded as cancelled (a probe
+    /// frees its slot at once).
     pub fn after_response<'a, I>(
         &self,
         call: &mut Call,
@@ -164,10 +166,13 @@ impl Policy {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
-        // Checked before anything else: the permit is consumed either way, but nothing is recorded
-        // for an impossible status.
-        crate::http::check_status(status)?;
         let now = LazyNow::new(&**self.breaker.clock());
+        // An impossible status is the caller's error, not an answer: the permit is recorded as
+        // cancelled, so a probe frees its slot at once instead of holding it until it times out.
+        if let Err(e) = crate::http::check_status(status) {
+            self.breaker.record_at(permit, Outcome::Cancelled, &now)?;
+            return Err(e.into());
+        }
         let wall: SystemTime = now.wall();
         let c = self.classifier.classify(status, headers, wall)?;
         let d = self.after_at(call, permit, c.outcome, &now)?;
