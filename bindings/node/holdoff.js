@@ -561,6 +561,9 @@ let quotaHandleOf
 /** A token bucket shared by every caller of one upstream: retries cost, successes refund. */
 class RetryQuota {
   #h
+  // Leases this quota handed out and that were not given back yet: a lease refunds once, and
+  // never to another quota (a refund is tokens back in a bucket shared by every caller).
+  #leases = new WeakSet()
 
   constructor(options) {
     this.#h = native.quotaNew(options)
@@ -582,7 +585,9 @@ class RetryQuota {
       }
       timeout = options.timeout === true
     }
-    return native.quotaAcquire(this.#h, timeout)
+    const lease = native.quotaAcquire(this.#h, timeout)
+    if (lease.acquired) this.#leases.add(lease)
+    return lease
   }
 
   /** A call succeeded: refunds `lease` (from `acquire`), or adds the success refill. */
@@ -590,6 +595,13 @@ class RetryQuota {
     if (lease === undefined || lease === null) return native.quotaOnSuccess(this.#h, null)
     if (typeof lease !== 'object' || lease.acquired !== true) {
       throw typeError('invalid_input', 'invalid input: lease must be an acquired lease from acquire()', 'lease')
+    }
+    if (!this.#leases.delete(lease)) {
+      throw rangeError(
+        'invalid_input',
+        'invalid input: this quota lease was already given back, or came from another quota',
+        'lease',
+      )
     }
     return native.quotaOnSuccess(this.#h, lease.cost)
   }

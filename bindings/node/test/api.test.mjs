@@ -373,7 +373,17 @@ describe('RetryBudget and RetryQuota', () => {
     assert.equal(q.available, 12)
     throwsCode(() => q.acquire({ timeout: 1 }), TypeError, 'invalid_input', 'timeout')
     throwsCode(() => q.onSuccess({ acquired: false, cost: 5 }), TypeError, 'invalid_input', 'lease')
-    throwsCode(() => q.onSuccess({ acquired: true, cost: -5 }), RangeError, 'invalid_input', 'lease.cost')
+    // A lease is given back once, to the quota that issued it; forged leases refund nothing.
+    throwsCode(() => q.onSuccess({ acquired: true, cost: -5 }), RangeError, 'invalid_input', 'lease')
+    throwsCode(() => q.onSuccess({ acquired: true, cost: 1e300 }), RangeError, 'invalid_input', 'lease')
+    const small = new RetryQuota({ capacity: 20 })
+    const leases = [small.acquire(), small.acquire(), small.acquire(), small.acquire()]
+    assert.equal(small.available, 0)
+    assert.equal(small.onSuccess(leases[0]), 5)
+    throwsCode(() => small.onSuccess(leases[0]), RangeError, 'invalid_input', 'lease')
+    throwsCode(() => q.onSuccess(leases[1]), RangeError, 'invalid_input', 'lease')
+    assert.equal(small.available, 5)
+    assert.equal(q.available, 12)
   })
 })
 
