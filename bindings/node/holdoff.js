@@ -360,7 +360,20 @@ class Breaker extends EventEmitter {
     if (this.#emitting) return
     this.#emitting = true
     try {
-      while (this.#pending.length > 0) this.emit('stateChange', this.#pending.shift())
+      while (this.#pending.length > 0) {
+        const event = this.#pending.shift()
+        try {
+          this.emit('stateChange', event)
+        } catch (err) {
+          // The state change already happened and the caller's permit or effect must reach it:
+          // a throwing listener is reported (as Python reports to sys.unraisablehook), not
+          // thrown through allow()/record(), where it would lose an admitted probe.
+          process.emitWarning(err instanceof Error ? err : new Error(String(err)), {
+            type: 'HoldoffListenerError',
+            detail: `a 'stateChange' listener threw on ${event.from} -> ${event.to} (${event.reason})`,
+          })
+        }
+      }
     } finally {
       this.#emitting = false
     }

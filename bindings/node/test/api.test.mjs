@@ -387,6 +387,32 @@ describe('RetryBudget and RetryQuota', () => {
   })
 })
 
+describe('listeners', () => {
+  it('a throwing stateChange listener is reported as a warning and loses no probe', async () => {
+    const clock = new ManualClock()
+    const b = new Breaker({ clock, trip: { policy: 'consecutive', threshold: 1 }, openInterval: { initialMs: 1000, multiplier: 1 } })
+    const warnings = []
+    const onWarning = (w) => warnings.push(w)
+    process.on('warning', onWarning)
+    try {
+      b.on('stateChange', (e) => {
+        if (e.reason === 'probe_admitted') throw new Error('listener boom')
+      })
+      b.record(b.allow(), 'failure')
+      clock.advance(1000)
+      const probe = b.allow()
+      assert.equal(probe.probe, true)
+      assert.equal(b.record(probe, 'success'), 'counted')
+      await new Promise((resolve) => setImmediate(resolve))
+      assert.equal(warnings.length, 1)
+      assert.equal(warnings[0].message, 'listener boom')
+      assert.equal(warnings[0].name, 'Error')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+})
+
 describe('Retry-After and classification', () => {
   const now = { now: Date.UTC(2019, 5, 3, 11, 0, 0) }
 
