@@ -144,13 +144,15 @@ pub fn parse_retry_after(value: &str, wall_now: SystemTime) -> RetryAfter {
         return r;
     }
     if let Some(date) = http_date(s, wall_now) {
-        return RetryAfter::Delay(match date {
+        let delay = match date {
             Some(at) => at
                 .duration_since(wall_now)
                 .map(ceil_millis)
                 .unwrap_or(Duration::ZERO),
             None => Duration::ZERO,
-        });
+        };
+        // The same ceiling as delta-seconds, so every language sees the same number.
+        return RetryAfter::Delay(delay.min(Duration::from_secs(MAX_SECONDS)));
     }
     if s.contains(',') {
         // A list of delta-seconds (an HTTP-date was tried whole above): usable only if all agree.
