@@ -129,11 +129,11 @@ impl Backoff {
 
     /// The un-jittered, capped interval for step `n` (0-based), seconds.
     fn base(&self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<f64> {
-        let n = convert::int(n, "n")?;
+        let n = convert::int_arg(n, "n")?;
         if n < 0 {
-            return Err(convert::config_error(
+            return Err(convert::input_error(
                 py,
-                hc::ConfigError {
+                hc::InputError {
                     field: "n".into(),
                     rule: "must not be negative".into(),
                 },
@@ -394,7 +394,7 @@ impl Outcome {
     #[staticmethod]
     fn retry_later(delay: &Bound<'_, PyAny>) -> PyResult<Outcome> {
         Ok(Outcome {
-            inner: hc::Outcome::RetryLater(convert::duration(delay, "delay")?),
+            inner: hc::Outcome::RetryLater(convert::duration_arg(delay, "delay")?),
         })
     }
 
@@ -445,7 +445,7 @@ pub(crate) fn outcome_arg(obj: &Bound<'_, PyAny>) -> PyResult<hc::Outcome> {
             "timeout" => hc::Outcome::Timeout,
             "cancelled" => hc::Outcome::Cancelled,
             other => {
-                return Err(convert::type_error(
+                return Err(convert::input_type_error(
                     obj.py(),
                     "outcome",
                     format!(
@@ -456,7 +456,7 @@ pub(crate) fn outcome_arg(obj: &Bound<'_, PyAny>) -> PyResult<hc::Outcome> {
             }
         });
     }
-    Err(convert::type_error(
+    Err(convert::input_type_error(
         obj.py(),
         "outcome",
         format!(
@@ -514,7 +514,7 @@ pub(crate) fn take_permit(
     breaker: &hc::Breaker,
 ) -> PyResult<hc::Permit> {
     let p = permit.cast::<Permit>().map_err(|_| {
-        convert::type_error(
+        convert::input_type_error(
             py,
             "permit",
             format!(

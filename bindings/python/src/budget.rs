@@ -1,6 +1,7 @@
 //! Retry budget, per-call retry state, decisions, and the retry quota.
 
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use holdoff as hc;
 use pyo3::prelude::*;
@@ -273,10 +274,16 @@ impl RetryBudget {
     }
 }
 
-/// Tokens taken for one retry; give them back with `RetryQuota.on_success(lease)`.
+/// Tokens taken for one retry; give them back once with `RetryQuota.on_success(lease)` on the
+/// quota that issued it.
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct QuotaLease {
     inner: hc::QuotaLease,
+    // The issuing quota (weak: a lease does not keep it alive, and its allocation is never
+    // reused while this exists, so the identity check cannot be fooled).
+    owner: Weak<hc::RetryQuota>,
+    // Set once by the one refund that wins (swap: of two concurrent refunds, one pays).
+    returned: AtomicBool,
 }
 
 #[pymethods]
@@ -285,6 +292,12 @@ impl QuotaLease {
     #[getter]
     fn cost(&self) -> u64 {
         self.inner.cost
+    }
+
+    /// Whether the lease was already given back.
+    #[getter]
+    fn returned(&self) -> bool {
+        self.returned.load(Ordering::Acquire)
     }
 
     fn __repr__(&self) -> String {
@@ -337,14 +350,41 @@ impl RetryQuota {
     fn acquire(&self, py: Python<'_>, timeout: bool) -> PyResult<QuotaLease> {
         self.inner
             .acquire(timeout)
-            .map(|inner| QuotaLease { inner })
+            .map(|inner| QuotaLease {
+                inner,
+                owner: Arc::downgrade(&self.inner),
+                returned: AtomicBool::new(false),
+            })
             .map_err(|e| convert::quota_empty(py, e))
     }
 
     /// A call succeeded: refunds `lease`, or adds `success_refill` when it needed no retry.
+    /// A lease is given back at most once: a second time raises `PermitError`
+    /// (`permit_already_recorded`), a lease of another quota `PermitError` (`foreign_permit`),
+    /// as in C, Go and C#; neither changes the bucket.
     #[pyo3(signature = (lease = None))]
-    fn on_success(&self, lease: Option<&Bound<'_, QuotaLease>>) {
-        self.inner.on_success(lease.map(|l| l.get().inner));
+    fn on_success(&self, py: Python<'_>, lease: Option<&Bound<'_, QuotaLease>>) -> PyResult<()> {
+        let Some(lease) = lease else {
+            self.inner.on_success(None);
+            return Ok(());
+        };
+        let l = lease.get();
+        if !std::ptr::eq(l.owner.as_ptr(), Arc::as_ptr(&self.inner)) {
+            return Err(convert::lease_error(
+                py,
+                "foreign_permit",
+                "this quota lease was issued by another quota",
+            ));
+        }
+        if l.returned.swap(true, Ordering::AcqRel) {
+            return Err(convert::lease_error(
+                py,
+                "permit_already_recorded",
+                "this quota lease was already given back",
+            ));
+        }
+        self.inner.on_success(Some(l.inner));
+        Ok(())
     }
 
     /// Tokens left.

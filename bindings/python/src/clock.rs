@@ -71,10 +71,10 @@ impl ManualClock {
     }
 
     /// Moves the clock to `t` seconds since its origin. Raises `ClockBackwards` (a
-    /// `ValueError`) if `t` is earlier than now, `InvalidConfig`/`ConfigTypeError` for a bad
+    /// `ValueError`) if `t` is earlier than now, `InvalidInput`/`InputTypeError` for a bad
     /// number.
     fn set(&self, py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<()> {
-        let d = convert::duration(t, "t")?;
+        let d = convert::duration_arg(t, "t")?;
         self.clock
             .set(hc::Instant::from_nanos(nanos(d)))
             .map_err(|e| convert::clock_error(py, e))
@@ -82,7 +82,7 @@ impl ManualClock {
 
     /// Moves the clock forward by `d` seconds (float or timedelta); returns the new time.
     fn advance(&self, d: &Bound<'_, PyAny>) -> PyResult<f64> {
-        let d = convert::duration(d, "d")?;
+        let d = convert::duration_arg(d, "d")?;
         Ok(self.clock.advance(d).as_nanos() as f64 / 1e9)
     }
 

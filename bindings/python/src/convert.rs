@@ -23,6 +23,7 @@ macro_rules! error_class {
 error_class!(invalid_config_cls, "InvalidConfig");
 error_class!(config_type_cls, "ConfigTypeError");
 error_class!(invalid_input_cls, "InvalidInput");
+error_class!(input_type_cls, "InputTypeError");
 error_class!(clock_backwards_cls, "ClockBackwards");
 error_class!(permit_error_cls, "PermitError");
 error_class!(breaker_open_cls, "BreakerOpen");
@@ -50,6 +51,49 @@ pub(crate) fn input_error(py: Python<'_>, e: hc::InputError) -> PyErr {
     raise(invalid_input_cls(py), (e.field, e.rule))
 }
 
+/// `holdoff.InputTypeError` (a `TypeError`, code `invalid_input`): an operation argument of the
+/// wrong type.
+pub(crate) fn input_type_error(py: Python<'_>, field: &str, rule: String) -> PyErr {
+    raise(input_type_cls(py), (field.to_owned(), rule))
+}
+
+/// An operation's argument (not configuration): the conversions above are shared with the
+/// configuration paths and raise `InvalidConfig` / `ConfigTypeError`; an argument's error is
+/// `InvalidInput` / `InputTypeError` (code `invalid_input`, as in Node), with the same field and
+/// rule. Other errors pass through.
+pub(crate) fn as_input(py: Python<'_>, e: PyErr) -> PyErr {
+    let v = e.value(py);
+    let cls = if invalid_config_cls(py).is_ok_and(|c| v.is_instance(c).unwrap_or(false)) {
+        invalid_input_cls(py)
+    } else if config_type_cls(py).is_ok_and(|c| v.is_instance(c).unwrap_or(false)) {
+        input_type_cls(py)
+    } else {
+        return e;
+    };
+    match (v.getattr("field"), v.getattr("rule")) {
+        (Ok(f), Ok(r)) => raise(cls, (f, r)),
+        _ => e,
+    }
+}
+
+/// `duration` for an operation's argument (`InvalidInput` / `InputTypeError`).
+pub(crate) fn duration_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Duration> {
+    duration(obj, field).map_err(|e| as_input(obj.py(), e))
+}
+
+/// `int` for an operation's argument (`InputTypeError`).
+pub(crate) fn int_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
+    int(obj, field).map_err(|e| as_input(obj.py(), e))
+}
+
+/// `wall_time` for an operation's argument (`InvalidInput` / `InputTypeError`).
+pub(crate) fn wall_time_arg(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<SystemTime> {
+    wall_time(obj, field).map_err(|e| match obj {
+        Some(o) => as_input(o.py(), e),
+        None => e,
+    })
+}
+
 /// `holdoff.ClockBackwards` (a `ValueError`).
 pub(crate) fn clock_error(py: Python<'_>, e: hc::ClockError) -> PyErr {
     let hc::ClockError::Backwards {
@@ -65,6 +109,11 @@ pub(crate) fn clock_error(py: Python<'_>, e: hc::ClockError) -> PyErr {
 /// `holdoff.PermitError` with the stable name as `code`.
 pub(crate) fn permit_error(py: Python<'_>, e: hc::PermitError) -> PyErr {
     raise(permit_error_cls(py), (hc::HoldoffError::from(e).name(),))
+}
+
+/// `holdoff.PermitError` for a quota lease (`code` as for permits, the lease's own message).
+pub(crate) fn lease_error(py: Python<'_>, code: &str, message: &str) -> PyErr {
+    raise(permit_error_cls(py), (code.to_owned(), message.to_owned()))
 }
 
 /// `holdoff.BreakerOpen` for a refusal.

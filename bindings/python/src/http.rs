@@ -79,7 +79,7 @@ fn text(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
         // Header bytes are ISO-8859-1 (RFC 9110 §5.5); every byte maps to one char.
         return Ok(b.as_bytes().iter().map(|&c| c as char).collect());
     }
-    Err(convert::type_error(
+    Err(convert::input_type_error(
         obj.py(),
         field,
         format!(
@@ -102,7 +102,7 @@ pub(crate) fn headers(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, S
     } else if obj.hasattr("items")? {
         obj.call_method0("items")?
     } else if obj.is_instance_of::<PyString>() {
-        return Err(convert::type_error(
+        return Err(convert::input_type_error(
             py,
             "headers",
             "must be a mapping or an iterable of (name, value) pairs, not str".to_owned(),
@@ -111,7 +111,7 @@ pub(crate) fn headers(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, S
         obj.clone()
     };
     let iter = pairs.try_iter().map_err(|_| {
-        convert::type_error(
+        convert::input_type_error(
             py,
             "headers",
             "must be a mapping or an iterable of (name, value) pairs".to_owned(),
@@ -121,7 +121,7 @@ pub(crate) fn headers(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, S
     for pair in iter {
         let pair = pair?;
         let (n, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract().map_err(|_| {
-            convert::type_error(
+            convert::input_type_error(
                 py,
                 "headers",
                 "every item must be a (name, value) pair".to_owned(),
@@ -141,7 +141,7 @@ pub(crate) fn headers(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<(String, S
 #[pyo3(signature = (value, now = None))]
 pub fn parse_retry_after(value: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<RetryAfter> {
     let v = text(value, "value")?;
-    let wall = convert::wall_time(now, "now")?;
+    let wall = convert::wall_time_arg(now, "now")?;
     Ok(RetryAfter::new(
         hc::parse_retry_after(&v, wall),
         hc::HintSource::RetryAfter,
@@ -156,7 +156,7 @@ pub fn parse_retry_after(value: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>
 #[pyo3(signature = (headers, now = None))]
 pub fn hint_from_headers(headers: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<RetryAfter> {
     let h = self::headers(Some(headers))?;
-    let wall = convert::wall_time(now, "now")?;
+    let wall = convert::wall_time_arg(now, "now")?;
     let (r, s) = hc::hint_from_headers(h.iter().map(|(n, v)| (n.as_str(), v.as_str())), wall);
     Ok(RetryAfter::new(r, s))
 }
@@ -191,7 +191,7 @@ impl Classification {
 /// An HTTP status as the core takes it: an int; statuses outside 100..=599 are refused with
 /// `InvalidInput` before anything is recorded.
 pub(crate) fn status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
-    let v = convert::int(obj, "status")?;
+    let v = convert::int_arg(obj, "status")?;
     if !(100..=599).contains(&v) {
         return Err(convert::input_error(
             obj.py(),
@@ -202,6 +202,22 @@ pub(crate) fn status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
         ));
     }
     Ok(v as u16)
+}
+
+/// A status for `Policy.after_response`: any int that fits the core's `u16` goes to the core,
+/// which refuses one outside 100..=599 and records the permit as cancelled; a bigger or negative
+/// int is refused here, before the permit is used.
+pub(crate) fn raw_status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
+    let v = convert::int_arg(obj, "status")?;
+    u16::try_from(v).map_err(|_| {
+        convert::input_error(
+            obj.py(),
+            hc::InputError {
+                field: "status".into(),
+                rule: "must be an HTTP status between 100 and 599".into(),
+            },
+        )
+    })
 }
 
 /// Turns (status, headers) into an `Outcome`: 1xx-3xx success; 429/503 (`retry_after_statuses`)
@@ -253,7 +269,7 @@ impl Classifier {
     ) -> PyResult<Classification> {
         let status = status_arg(status)?;
         let h = self::headers(headers)?;
-        let wall = convert::wall_time(now, "now")?;
+        let wall = convert::wall_time_arg(now, "now")?;
         let c = self
             .inner
             .classify(status, h.iter().map(|(n, v)| (n.as_str(), v.as_str())), wall)

@@ -14,9 +14,67 @@ use crate::convert::{self, secs_out};
 use crate::http::{self, Classification, Classifier};
 
 /// The per-call state of a policy: one per logical call (all its attempts).
+///
+/// The core's state is taken out of the lock for the length of one policy operation and put
+/// back after it, so no lock is held while the core runs: the breaker's state-change callback
+/// (Python code, called from inside the operation) may read this `Call` without deadlocking,
+/// and sees its figures as they were when the operation started. Using one `Call` in two
+/// operations at once (from the callback, or from two threads) raises `RuntimeError` instead of
+/// losing one of the updates.
 #[pyclass(frozen, freelist = 64, module = "holdoff._holdoff")]
 pub struct Call {
-    inner: Mutex<hc::Call>,
+    inner: Mutex<CallCell>,
+}
+
+struct CallCell {
+    // `None` while an operation has it out.
+    state: Option<hc::Call>,
+    // (attempts, retries) when the state was last taken out: what the getters show meanwhile.
+    figures: (u32, u32),
+}
+
+impl Call {
+    fn cell(&self) -> std::sync::MutexGuard<'_, CallCell> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn figures(&self) -> (u32, u32) {
+        let c = self.cell();
+        match &c.state {
+            Some(s) => (s.attempts(), s.retry_state().retries()),
+            None => c.figures,
+        }
+    }
+
+    /// Runs `f` on the state with the lock released, then puts the state back (also when `f`
+    /// panics, the state is put back by the guard).
+    fn with_state<R>(&self, f: impl FnOnce(&mut hc::Call) -> R) -> PyResult<R> {
+        struct PutBack<'a> {
+            call: &'a Call,
+            state: Option<hc::Call>,
+        }
+        impl Drop for PutBack<'_> {
+            fn drop(&mut self) {
+                self.call.cell().state = self.state.take();
+            }
+        }
+        let state = {
+            let mut c = self.cell();
+            let Some(state) = c.state.take() else {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                    "this Call is in use by another policy operation (a state-change callback, \
+                     or another thread): use one Call per logical call",
+                ));
+            };
+            c.figures = (state.attempts(), state.retry_state().retries());
+            state
+        };
+        let mut guard = PutBack {
+            call: self,
+            state: Some(state),
+        };
+        Ok(f(guard.state.as_mut().expect("just put in")))
+    }
 }
 
 #[pymethods]
@@ -24,28 +82,28 @@ impl Call {
     #[new]
     fn new() -> Self {
         Call {
-            inner: Mutex::new(hc::Call::new()),
+            inner: Mutex::new(CallCell {
+                state: Some(hc::Call::new()),
+                figures: (0, 0),
+            }),
         }
     }
 
     /// Attempts admitted so far.
     #[getter]
     fn attempts(&self) -> u32 {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner()).attempts()
+        self.figures().0
     }
 
     /// Retries taken on the budget's counted path.
     #[getter]
     fn retries(&self) -> u32 {
-        self.inner
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retry_state()
-            .retries()
+        self.figures().1
     }
 
     fn __repr__(&self) -> String {
-        format!("Call(attempts={}, retries={})", self.attempts(), self.retries())
+        let (a, r) = self.figures();
+        format!("Call(attempts={a}, retries={r})")
     }
 }
 
@@ -137,10 +195,7 @@ impl Policy {
     /// `after_attempt`), `Wait(delay)` (the breaker is open; wait, then ask again) or
     /// `Stop(reason, retry_after)` (give up now). A first attempt never waits for an open breaker.
     fn before_attempt(&self, py: Python<'_>, call: &Bound<'_, Call>) -> PyResult<Py<PyAny>> {
-        let before = {
-            let mut c = call.get().inner.lock().unwrap_or_else(|e| e.into_inner());
-            self.inner.before_attempt(&mut c)
-        };
+        let before = call.get().with_state(|c| self.inner.before_attempt(c))?;
         Ok(match before {
             hc::Before::Go(p) => Py::new(
                 py,
@@ -172,19 +227,22 @@ impl Policy {
         outcome: &Bound<'_, PyAny>,
     ) -> PyResult<Py<Decision>> {
         let outcome = outcome_arg(outcome)?;
-        let permit = take_permit(py, permit, self.inner.breaker())?;
-        let d = {
-            let mut c = call.get().inner.lock().unwrap_or_else(|e| e.into_inner());
-            self.inner.after_attempt(&mut c, permit, outcome)
-        }
-        .map_err(|e| convert::permit_error(py, e))?;
+        // The permit is taken only once the call's state is ours: a busy `Call` leaves it
+        // unrecorded, for the caller to record elsewhere.
+        let d = call.get().with_state(|c| {
+            let permit = take_permit(py, permit, self.inner.breaker())?;
+            self.inner
+                .after_attempt(c, permit, outcome)
+                .map_err(|e| convert::permit_error(py, e))
+        })??;
         decision(py, d)
     }
 
     /// `after_attempt` for an HTTP response: classifies (status, headers) with the policy's
     /// classifier at the decision's one clock reading, then decides. Returns
-    /// `(Decision, Classification)`. Raises `InvalidInput` for a status outside 100..599 (before
-    /// the permit is used).
+    /// `(Decision, Classification)`. Raises `InvalidInput` for a status outside 100..599: the
+    /// permit is then recorded as cancelled (a probe frees its slot), except for an int beyond
+    /// 0..65535 or a non-int (`InputTypeError`), which leave it unused.
     #[pyo3(signature = (call, permit, status, headers = None))]
     fn after_response(
         &self,
@@ -194,19 +252,19 @@ impl Policy {
         status: &Bound<'_, PyAny>,
         headers: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Py<Decision>, Classification)> {
-        let status = http::status_arg(status)?;
+        let status = http::raw_status_arg(status)?;
         let h = http::headers(headers)?;
-        let permit = take_permit(py, permit, self.inner.breaker())?;
-        let (d, c) = {
-            let mut cs = call.get().inner.lock().unwrap_or_else(|e| e.into_inner());
-            self.inner.after_response(
-                &mut cs,
-                permit,
-                status,
-                h.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-            )
-        }
-        .map_err(|e| convert::holdoff_error(py, e))?;
+        let (d, c) = call.get().with_state(|cs| {
+            let permit = take_permit(py, permit, self.inner.breaker())?;
+            self.inner
+                .after_response(
+                    cs,
+                    permit,
+                    status,
+                    h.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                )
+                .map_err(|e| convert::holdoff_error(py, e))
+        })??;
         Ok((decision(py, d)?, http::classification(py, c)?))
     }
 

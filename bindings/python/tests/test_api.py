@@ -413,7 +413,10 @@ def test_policy_after_response_classifies() -> None:
     assert isinstance(p, holdoff.Permit)
     with pytest.raises(holdoff.InvalidInput):
         policy.after_response(call, p, 99)
-    assert not p.recorded  # a bad status is refused before the permit is used
+    # The core records a permit with an impossible status as cancelled (a probe frees its slot).
+    assert p.recorded
+    p = policy.before_attempt(call)
+    assert isinstance(p, holdoff.Permit)
     d, c = policy.after_response(call, p, 503, [("Retry-After", "20")])
     assert (d.action, d.delay, d.source) == ("retry", 20.0, "retry_after")
     assert c.outcome == Outcome.retry_later(20)

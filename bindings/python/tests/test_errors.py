@@ -109,7 +109,13 @@ def _expect(fn: Callable[..., Any], kwargs: Dict[str, Any], arg: str, field: str
         fn(**{**kwargs, arg: value})
     err = e.value
     assert isinstance(err, holdoff.HoldoffError), repr(err)
-    assert err.code == "invalid_config"
+    # An operation's argument is invalid input (as in Node); the rest is configuration.
+    if fn in (holdoff.Outcome.retry_later, clock.advance):
+        assert err.code == "invalid_input"
+        assert isinstance(err, (holdoff.InvalidInput, holdoff.InputTypeError)), repr(err)
+        assert str(err).startswith("invalid input: ")
+    else:
+        assert err.code == "invalid_config"
     assert getattr(err, "field") == field, str(err)
     assert field in str(err)
 

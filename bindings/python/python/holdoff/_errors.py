@@ -14,6 +14,7 @@ __all__ = [
     "InvalidConfig",
     "ConfigTypeError",
     "InvalidInput",
+    "InputTypeError",
     "ClockBackwards",
     "PermitError",
     "QuotaEmpty",
@@ -63,7 +64,23 @@ class ConfigTypeError(HoldoffError, TypeError):
 
 
 class InvalidInput(HoldoffError, ValueError):
-    """An argument of an operation is out of range (an HTTP status outside 100..599)."""
+    """An argument of an operation (not configuration) is out of range: an HTTP status outside
+    100..599, a negative ``ManualClock.advance``, a NaN ``Outcome.retry_later`` delay."""
+
+    code = "invalid_input"
+
+    def __init__(self, field: str, rule: str) -> None:
+        super().__init__(f"invalid input: {field}: {rule}")
+        self.field = field
+        self.rule = rule
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.field, self.rule))
+
+
+class InputTypeError(HoldoffError, TypeError):
+    """An argument of an operation (not configuration) has the wrong type (a float status, an
+    unknown outcome name, a permit that is not a ``Permit``). ``code`` is ``"invalid_input"``."""
 
     code = "invalid_input"
 
@@ -94,20 +111,22 @@ class ClockBackwards(HoldoffError, ValueError):
 
 class PermitError(HoldoffError, RuntimeError):
     """A permit recorded twice (``code == "permit_already_recorded"``) or recorded on a breaker
-    that did not issue it (``code == "foreign_permit"``)."""
+    that did not issue it (``code == "foreign_permit"``); likewise a quota lease given back twice
+    or to another quota (same codes, as in C, Go and C#)."""
 
     code = "permit_error"
 
-    def __init__(self, code: str) -> None:
-        message = {
-            "permit_already_recorded": "this permit was already recorded",
-            "foreign_permit": "this permit was issued by another breaker",
-        }.get(code, code)
+    def __init__(self, code: str, message: Optional[str] = None) -> None:
+        if message is None:
+            message = {
+                "permit_already_recorded": "this permit was already recorded",
+                "foreign_permit": "this permit was issued by another breaker",
+            }.get(code, code)
         super().__init__(message)
         self.code = code
 
     def __reduce__(self) -> Any:
-        return (type(self), (self.code,))
+        return (type(self), (self.code, self.args[0] if self.args else None))
 
 
 class QuotaEmpty(HoldoffError):

@@ -26,7 +26,7 @@ from typing import (
     cast,
 )
 
-from ._errors import BreakerOpen, GiveUp, RetryLater
+from ._errors import BreakerOpen, GiveUp, PermitError, RetryLater
 from ._holdoff import Call, Decision, Outcome, Permit, Wait
 from ._holdoff import Policy as _Policy
 
@@ -82,6 +82,20 @@ def _never_negative(delay: Optional[float]) -> float:
     return delay if delay is not None and delay > 0.0 else 0.0
 
 
+def _abandon(policy: _Policy, permit: Permit) -> None:
+    """Something raised between admission and recording (a classifier, an outcome or status the
+    core refuses, a response without ``status_code``): record the permit as ``cancelled`` so
+    that a probe frees its slot now instead of at the probe timeout. Cancelled counts for
+    nothing, so the breaker and the budget are as if the attempt had not been made. The
+    breaker's own ``record`` is used, not ``after_attempt``: it needs no ``Call`` (which may be
+    the thing that failed)."""
+    if not permit.recorded:
+        try:
+            policy.breaker.record(permit, _CANCELLED)
+        except PermitError:
+            pass  # recorded meanwhile (the core records a refused status itself)
+
+
 class Attempt:
     """One attempt of a retried block, used as a context manager inside
     ``for attempt in retrying:`` (or ``async for``).
@@ -118,15 +132,19 @@ class Attempt:
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
         policy = self._owner.policy
         if exc is None:
-            if self._response is not None:
-                d, _ = policy.after_response(self._call, self.permit, *self._response)
-            else:
-                d = policy.after_attempt(self._call, self.permit, self._outcome or _SUCCESS)
+            try:
+                if self._response is not None:
+                    d, _ = policy.after_response(self._call, self.permit, *self._response)
+                else:
+                    d = policy.after_attempt(self._call, self.permit, self._outcome or _SUCCESS)
+            except BaseException:
+                _abandon(policy, self.permit)
+                raise
             self.decision = d
             if d.action == "give_up" and d.reason not in _PASS_THROUGH:
                 raise GiveUp(cast(str, d.reason), d.server_delay, self._call.attempts)
             return False
-        d = policy.after_attempt(self._call, self.permit, self._owner.classify_exception(exc))
+        d = self._owner._after_exception(self._call, self.permit, exc)
         self.decision = d
         if d.action == "retry":
             return True
@@ -190,12 +208,29 @@ class Retrying:
         snap = self.policy.breaker.snapshot()
         return BreakerOpen(stop.retry_after, snap.state, snap.episode)
 
+    # The two ways an attempt is recorded. Whatever raises in between (the classifiers, an
+    # outcome, delay or status the core refuses, a response without `status_code`) records the
+    # permit as cancelled before the exception propagates: a probe is never lost.
+
     def _after_result(self, call: Call, permit: Permit, result: Any) -> Decision:
-        if self.http:
-            d, _ = self.policy.after_response(call, permit, result.status_code, result.headers)
-            return d
-        outcome = _SUCCESS if self.classify_result is None else self.classify_result(result)
-        return self.policy.after_attempt(call, permit, outcome)
+        try:
+            if self.http:
+                d, _ = self.policy.after_response(
+                    call, permit, result.status_code, result.headers
+                )
+                return d
+            outcome = _SUCCESS if self.classify_result is None else self.classify_result(result)
+            return self.policy.after_attempt(call, permit, outcome)
+        except BaseException:
+            _abandon(self.policy, permit)
+            raise
+
+    def _after_exception(self, call: Call, permit: Permit, exc: BaseException) -> Decision:
+        try:
+            return self.policy.after_attempt(call, permit, self.classify_exception(exc))
+        except BaseException:
+            _abandon(self.policy, permit)
+            raise
 
     def _give_up(self, d: Decision, call: Call, result: Any = None) -> GiveUp:
         return GiveUp(cast(str, d.reason), d.server_delay, call.attempts, result)
@@ -208,7 +243,7 @@ class Retrying:
 
     def _loop(self, call: Call, fn: Callable[..., Any], args: Any, kwargs: Any) -> Any:
         before = self.policy.before_attempt
-        after = self.policy.after_attempt
+        after_exception = self._after_exception
         while True:
             b = before(call)
             if b.__class__ is not Permit:
@@ -219,7 +254,7 @@ class Retrying:
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                d = after(call, b, self.classify_exception(exc))
+                d = after_exception(call, b, exc)
                 if d.action == "retry":
                     self.sleep(_never_negative(d.delay))
                     continue
@@ -278,9 +313,14 @@ class Retrying:
                 raise self._refused(b)
             number += 1
             attempt = Attempt(self, call, b, number)
-            yield attempt
+            try:
+                yield attempt
+            except BaseException:  # the loop was left (GeneratorExit) or thrown into
+                _abandon(self.policy, b)
+                raise
             d = attempt.decision
             if d is None:
+                _abandon(self.policy, b)
                 raise RuntimeError("use each attempt as a context manager: `with attempt: ...`")
             if d.action != "retry":
                 return
@@ -292,9 +332,8 @@ class Retrying:
         """Awaits ``fn(*args, **kwargs)``, retrying as the policy decides; sleeps with
         ``async_sleep``. A cancellation while the call is in flight is recorded as
         ``cancelled`` (a probe slot is freed) and re-raised."""
-        policy = self.policy
-        before = policy.before_attempt
-        after = policy.after_attempt
+        before = self.policy.before_attempt
+        after_exception = self._after_exception
         call = Call()
         while True:
             b = before(call)
@@ -306,7 +345,7 @@ class Retrying:
             try:
                 result = await fn(*args, **kwargs)
             except BaseException as exc:
-                d = after(call, b, self.classify_exception(exc))
+                d = after_exception(call, b, exc)
                 if d.action == "retry":
                     await self.async_sleep(_never_negative(d.delay))
                     continue
@@ -335,9 +374,14 @@ class Retrying:
                 raise self._refused(b)
             number += 1
             attempt = Attempt(self, call, b, number)
-            yield attempt
+            try:
+                yield attempt
+            except BaseException:  # the loop was left (GeneratorExit) or thrown into
+                _abandon(self.policy, b)
+                raise
             d = attempt.decision
             if d is None:
+                _abandon(self.policy, b)
                 raise RuntimeError("use each attempt as a context manager: `with attempt: ...`")
             if d.action != "retry":
                 return
@@ -361,7 +405,7 @@ class Retrying:
         # to the general loop.
         before = self.policy.before_attempt
         after = self.policy.after_attempt
-        classify = self.classify_exception
+        after_exception = self._after_exception
         plain = self.classify_result is None and not self.http
         after_result = self._after_result
         resume = self._resume
@@ -376,7 +420,7 @@ class Retrying:
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:
-                return resume(call, fn, args, kwargs, after(call, b, classify(exc)), exc, None)
+                return resume(call, fn, args, kwargs, after_exception(call, b, exc), exc, None)
             d = after(call, b, _SUCCESS) if plain else after_result(call, b, result)
             if d is done:
                 return result

@@ -284,6 +284,8 @@ class RetryBudget:
 class QuotaLease:
     @property
     def cost(self) -> int: ...
+    @property
+    def returned(self) -> bool: ...
 
 @final
 class RetryQuota:
