@@ -23,6 +23,15 @@ func must[T any](v T, err error) T {
 	return v
 }
 
+func manualClock(t *testing.T) *holdoff.ManualClock {
+	t.Helper()
+	c, err := holdoff.NewManualClock(time.Unix(0, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 func fieldOf(t *testing.T, err error) string {
 	t.Helper()
 	var e *holdoff.Error
@@ -72,7 +81,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 }
 
 func TestBreakerOpenErrorsAndDefaults(t *testing.T) {
-	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	clock := manualClock(t)
 	defer clock.Close()
 	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)))
 	defer b.Close()
@@ -146,7 +155,7 @@ func advancing(clock *holdoff.ManualClock, slept *[]time.Duration) holdoff.Optio
 }
 
 func TestPolicyDoRetriesWithBackoffAndRetryAfter(t *testing.T) {
-	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	clock := manualClock(t)
 	defer clock.Close()
 	var slept []time.Duration
 	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
@@ -190,7 +199,7 @@ func TestPolicyDoRetriesWithBackoffAndRetryAfter(t *testing.T) {
 }
 
 func TestPolicyDoHonoursCancellation(t *testing.T) {
-	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	clock := manualClock(t)
 	defer clock.Close()
 	var slept []time.Duration
 	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
@@ -222,7 +231,7 @@ func TestPolicyDoHonoursCancellation(t *testing.T) {
 }
 
 func TestPolicyGivesUpWhenTheBreakerStaysOpen(t *testing.T) {
-	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	clock := manualClock(t)
 	defer clock.Close()
 	var slept []time.Duration
 	cfg := holdoff.DefaultPolicyConfig()
@@ -248,7 +257,7 @@ func TestDoHTTPReadsRetryAfter(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	clock := holdoff.NewManualClock(time.Unix(0, 0))
+	clock := manualClock(t)
 	defer clock.Close()
 	var slept []time.Duration
 	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
@@ -265,11 +274,17 @@ func TestDoHTTPReadsRetryAfter(t *testing.T) {
 
 func TestGroupAndQuotaAndHints(t *testing.T) {
 	g := must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
-	a1, a2, b := g.Get("a"), g.Get("a"), g.Get("b")
+	a1, a2, b := must(g.Get("a")), must(g.Get("a")), must(g.Get("b"))
 	if a1 != a2 || a1 == b || g.Len() != 2 {
 		t.Fatal("group keys")
 	}
+	if _, err := g.Get("\xff\xfe"); !errors.Is(err, holdoff.ErrInvalidInput) {
+		t.Fatalf("non-UTF-8 key: %v", err)
+	}
 	g.Close()
+	if _, err := g.Get("a"); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("closed group: %v", err)
+	}
 	q := must(holdoff.NewRetryQuota(holdoff.QuotaConfig{Capacity: 12, RetryCost: 5, TimeoutCost: 10, SuccessRefill: 1}))
 	defer q.Close()
 	l := q.Acquire(false)
@@ -306,16 +321,17 @@ func TestGroupAndQuotaAndHints(t *testing.T) {
 	}
 }
 
-func TestUseAfterClosePanics(t *testing.T) {
+// Methods without an error result cannot report use after Close: they panic with ErrClosed.
+func TestUseAfterClosePanicsWithoutErrorResult(t *testing.T) {
 	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
 	b.Close()
 	b.Close() // idempotent
 	defer func() {
-		if recover() == nil {
-			t.Fatal("expected a panic")
+		if err, ok := recover().(error); !ok || !errors.Is(err, holdoff.ErrClosed) {
+			t.Fatalf("expected a panic with ErrClosed, got %v", err)
 		}
 	}()
-	b.Allow()
+	b.Snapshot()
 }
 
 // A dropped object's handle is released by its cleanup once the GC finds it unreachable.
@@ -381,5 +397,55 @@ func TestStressSharedBreaker(t *testing.T) {
 	}
 	if s := b.Snapshot(); s.State != holdoff.Closed || s.Refusals != 0 {
 		t.Fatalf("snapshot %+v", s)
+	}
+}
+
+func TestManualClockRefusesOriginsOutsideUnixNanos(t *testing.T) {
+	for _, origin := range []time.Time{
+		time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2262, 4, 12, 0, 0, 0, 0, time.UTC),
+	} {
+		if c, err := holdoff.NewManualClock(origin); !errors.Is(err, holdoff.ErrInvalidInput) || fieldOf(t, err) != "wall_origin" {
+			t.Fatalf("origin %v: clock %v err %v", origin, c, err)
+		}
+	}
+	origin := time.Date(2262, 4, 11, 0, 0, 0, 0, time.UTC)
+	c := must(holdoff.NewManualClock(origin))
+	defer c.Close()
+	if !c.WallNow().Equal(origin) {
+		t.Fatalf("wall now %v, want %v", c.WallNow(), origin)
+	}
+}
+
+func TestUseAfterCloseReturnsErrClosed(t *testing.T) {
+	clock := manualClock(t)
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)))
+	budget := must(holdoff.NewRetryBudget(holdoff.DefaultBudgetConfig(), holdoff.WithClock(clock)))
+	permit := must(b.Allow())
+	b.Close()
+	if _, err := b.Allow(); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("Allow: %v", err)
+	}
+	if _, err := b.Record(permit, holdoff.Success); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("Record: %v", err)
+	}
+	if err := b.Do(context.Background(), func(context.Context) error { return nil }); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("Do: %v", err)
+	}
+	if _, err := holdoff.ComposePolicy(b, budget, nil, nil); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("policy of a closed breaker: %v", err)
+	}
+	budget.Close()
+	clock.Close()
+	if err := clock.Advance(time.Second); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("Advance: %v", err)
+	}
+	if _, err := holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("closed clock option: %v", err)
+	}
+	cls := must(holdoff.NewClassifier(holdoff.ClassifierConfig{}))
+	cls.Close()
+	if _, err := cls.Classify(200, nil, time.Unix(0, 0)); !errors.Is(err, holdoff.ErrClosed) {
+		t.Fatalf("Classify: %v", err)
 	}
 }

@@ -173,6 +173,14 @@ func NewBreaker(cfg BreakerConfig, opts ...Option) (*Breaker, error) {
 	return c.NewBreaker(opts...)
 }
 
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (b *Breaker) alive() error {
+	if b.ptr == nil {
+		return closedErr("Breaker")
+	}
+	return nil
+}
+
 func (b *Breaker) handle() *C.holdoff_breaker {
 	if b.ptr == nil {
 		closedPanic("Breaker")
@@ -199,6 +207,9 @@ func refusalErr(r *C.holdoff_refusal) *BreakerOpenError {
 // with a *BreakerOpenError. This is the only act of admission: an admitted probe is spent
 // even if the call is never made, so never use Allow as a "ready?" check.
 func (b *Breaker) Allow() (*Permit, error) {
+	if err := b.alive(); err != nil {
+		return nil, err
+	}
 	p := new(Permit)
 	var r C.holdoff_refusal
 	st := C.holdoff_breaker_allow(b.handle(), &p.c, &r)
@@ -215,6 +226,9 @@ func (b *Breaker) Allow() (*Permit, error) {
 // Record reports the outcome of a call admitted by Allow. Errors: ErrForeignPermit (another
 // breaker issued it; it stays usable), ErrPermitAlreadyRecorded.
 func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
+	if err := b.alive(); err != nil {
+		return 0, err
+	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return 0, err
@@ -231,6 +245,9 @@ func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
 // Do makes one call through the breaker: if refused, it returns a *BreakerOpenError without
 // calling fn; otherwise it calls fn and records OutcomeOf(ctx, err). It returns fn's error.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
+	if err := b.alive(); err != nil {
+		return err
+	}
 	var p Permit
 	var r C.holdoff_refusal
 	st := C.holdoff_breaker_allow(b.handle(), &p.c, &r)
@@ -373,25 +390,29 @@ func NewBreakerGroup(template BreakerConfig, opts ...Option) (*BreakerGroup, err
 }
 
 // Get returns the breaker for key, creating it on first use. The group owns it: do not Close
-// it; BreakerGroup.Close closes every breaker it handed out.
-func (g *BreakerGroup) Get(key string) *Breaker {
+// it; BreakerGroup.Close closes every breaker it handed out. Errors: an *Error matching
+// ErrInvalidInput when key is not valid UTF-8 (Go strings may hold any bytes; keys are text in
+// every holdoff SDK), or ErrClosed after Close.
+func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.ptr == nil {
-		closedPanic("BreakerGroup")
+		return nil, closedErr("BreakerGroup")
 	}
 	if b, ok := g.breakers[key]; ok {
-		return b
+		return b, nil
 	}
 	ckey := C.CString(key)
 	defer C.free(unsafe.Pointer(ckey))
 	var p *C.holdoff_breaker
-	if st := C.holdoff_group_get(g.ptr, ckey, C.size_t(len(key)), &p); st != C.HOLDOFF_STATUS_OK {
-		panic(errOf(st)) // only for a key that is not UTF-8
+	if err := detailed(func() C.holdoff_status {
+		return C.holdoff_group_get(g.ptr, ckey, C.size_t(len(key)), &p)
+	}); err != nil {
+		return nil, err
 	}
 	b := wrapBreaker(p)
 	g.breakers[key] = b
-	return b
+	return b, nil
 }
 
 // Len is the number of breakers in the group.

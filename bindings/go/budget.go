@@ -4,6 +4,7 @@ package holdoff
 import "C"
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -107,6 +108,14 @@ func NewRetryBudget(cfg BudgetConfig, opts ...Option) (*RetryBudget, error) {
 	return c.NewRetryBudget(opts...)
 }
 
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (b *RetryBudget) alive() error {
+	if b.ptr == nil {
+		return closedErr("RetryBudget")
+	}
+	return nil
+}
+
 func (b *RetryBudget) handle() *C.holdoff_budget {
 	if b.ptr == nil {
 		closedPanic("RetryBudget")
@@ -126,6 +135,9 @@ func (b *RetryBudget) Close() error {
 
 // Decide says what to do after an attempt of the logical call s ended with o.
 func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
+	if err := errors.Join(b.alive(), s.alive()); err != nil {
+		return Decision{}, err
+	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return Decision{}, err
@@ -165,6 +177,14 @@ func NewRetryState() *RetryState {
 	s := &RetryState{ptr: p}
 	s.cleanup = runtime.AddCleanup(s, func(p *C.holdoff_retry_state) { C.holdoff_retry_state_free(p) }, p)
 	return s
+}
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (s *RetryState) alive() error {
+	if s.ptr == nil {
+		return closedErr("RetryState")
+	}
+	return nil
 }
 
 func (s *RetryState) handle() *C.holdoff_retry_state {
@@ -214,6 +234,14 @@ func NewRetryQuota(cfg QuotaConfig) (*RetryQuota, error) {
 	}
 	defer c.Close()
 	return c.NewRetryQuota()
+}
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (q *RetryQuota) alive() error {
+	if q.ptr == nil {
+		return closedErr("RetryQuota")
+	}
+	return nil
 }
 
 func (q *RetryQuota) handle() *C.holdoff_quota {
@@ -268,6 +296,9 @@ func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
 // if lease is nil (a success without retry). Errors: ErrPermitAlreadyRecorded for a lease
 // given back twice, ErrInvalidInput for a lease that was not acquired.
 func (q *RetryQuota) OnSuccess(lease *QuotaLease) error {
+	if err := q.alive(); err != nil {
+		return err
+	}
 	var p *C.holdoff_quota_lease
 	if lease != nil {
 		p = &lease.c

@@ -5,6 +5,7 @@ import "C"
 
 import (
 	"context"
+	"math"
 	"runtime"
 	"time"
 )
@@ -12,6 +13,7 @@ import (
 // Clock is the time source of breakers, budgets and policies: a SystemClock in production, a
 // ManualClock in tests. A policy's breaker and budget must share one.
 type Clock interface {
+	alive() error
 	handle() *C.holdoff_clock
 	keepAlive()
 }
@@ -34,6 +36,14 @@ func NewSystemClock() *SystemClock {
 }
 
 func freeClock(p *C.holdoff_clock) { C.holdoff_clock_free(p) }
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (c *SystemClock) alive() error {
+	if c.ptr == nil {
+		return closedErr("SystemClock")
+	}
+	return nil
+}
 
 func (c *SystemClock) handle() *C.holdoff_clock {
 	if c.ptr == nil {
@@ -62,20 +72,30 @@ type ManualClock struct {
 	cleanup runtime.Cleanup
 }
 
-// NewManualClock creates a manual clock at 0 whose origin is wallOrigin on the wall (which
-// must not be before 1970).
-func NewManualClock(wallOrigin time.Time) *ManualClock {
-	ns := wallOrigin.UnixNano()
-	if ns < 0 {
-		ns = 0
+// NewManualClock creates a manual clock at 0 whose origin is wallOrigin on the wall. Errors: an
+// *Error matching ErrInvalidInput (field wall_origin) when wallOrigin is before the Unix epoch
+// or after 2262-04-11 (the C ABI counts unsigned nanoseconds since 1970; time.Time.UnixNano is
+// undefined past 2262), rather than silently moving the origin.
+func NewManualClock(wallOrigin time.Time) (*ManualClock, error) {
+	if wallOrigin.Before(time.Unix(0, 0)) || wallOrigin.After(time.Unix(0, math.MaxInt64)) {
+		return nil, inputErr("wall_origin", "must be between 1970-01-01 and 2262-04-11 UTC")
 	}
+	ns := wallOrigin.UnixNano()
 	var p *C.holdoff_clock
 	if st := C.holdoff_clock_new_manual(C.uint64_t(ns), &p); st != C.HOLDOFF_STATUS_OK {
-		panic(errOf(st))
+		return nil, errOf(st)
 	}
 	c := &ManualClock{ptr: p}
 	c.cleanup = runtime.AddCleanup(c, freeClock, p)
-	return c
+	return c, nil
+}
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (c *ManualClock) alive() error {
+	if c.ptr == nil {
+		return closedErr("ManualClock")
+	}
+	return nil
 }
 
 func (c *ManualClock) handle() *C.holdoff_clock {
@@ -90,6 +110,9 @@ func (c *ManualClock) keepAlive() { runtime.KeepAlive(c) }
 // Set moves the clock to t since its origin. Errors: ErrClockBackwards if t is earlier than
 // the clock shows (it does not move); ErrInvalidInput for a negative t.
 func (c *ManualClock) Set(t time.Duration) error {
+	if err := c.alive(); err != nil {
+		return err
+	}
 	ns, ok := nanos(t)
 	if !ok {
 		return inputErr("to", "must not be negative")
@@ -100,6 +123,9 @@ func (c *ManualClock) Set(t time.Duration) error {
 
 // Advance moves the clock forward by d (saturating). Errors: ErrInvalidInput for a negative d.
 func (c *ManualClock) Advance(d time.Duration) error {
+	if err := c.alive(); err != nil {
+		return err
+	}
 	ns, ok := nanos(d)
 	if !ok {
 		return inputErr("by", "must not be negative")
@@ -153,6 +179,9 @@ func withClock(opts []Option, f func(*C.holdoff_clock) error) error {
 		opt(&o)
 	}
 	if o.clock != nil {
+		if err := o.clock.alive(); err != nil {
+			return err
+		}
 		defer o.clock.keepAlive()
 		return f(o.clock.handle())
 	}

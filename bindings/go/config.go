@@ -283,6 +283,14 @@ func ParseConfig(text []byte) (*Config, error) {
 	return c, nil
 }
 
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (c *Config) alive() error {
+	if c.ptr == nil {
+		return closedErr("Config")
+	}
+	return nil
+}
+
 func (c *Config) handle() *C.holdoff_config {
 	if c.ptr == nil {
 		closedPanic("Config")
@@ -310,6 +318,9 @@ func (c *Config) Parts() ConfigPart {
 
 // NewBreaker builds a closed breaker from the configuration's breaker part (defaults if absent).
 func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
+	if err := c.alive(); err != nil {
+		return nil, err
+	}
 	var p *C.holdoff_breaker
 	err := withClock(opts, func(clock *C.holdoff_clock) error {
 		return detailed(func() C.holdoff_status { return C.holdoff_config_new_breaker(c.handle(), clock, &p) })
@@ -323,6 +334,9 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 
 // NewBreakerGroup builds a breaker group whose template is the breaker part.
 func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
+	if err := c.alive(); err != nil {
+		return nil, err
+	}
 	var p *C.holdoff_group
 	err := withClock(opts, func(clock *C.holdoff_clock) error {
 		return detailed(func() C.holdoff_status { return C.holdoff_config_new_group(c.handle(), clock, &p) })
@@ -336,6 +350,9 @@ func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
 
 // NewRetryBudget builds a retry budget from the budget part (defaults if absent).
 func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
+	if err := c.alive(); err != nil {
+		return nil, err
+	}
 	var p *C.holdoff_budget
 	err := withClock(opts, func(clock *C.holdoff_clock) error {
 		return detailed(func() C.holdoff_status { return C.holdoff_config_new_budget(c.handle(), clock, &p) })
@@ -349,6 +366,9 @@ func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
 
 // NewRetryQuota builds a full retry quota from the quota part (defaults if absent).
 func (c *Config) NewRetryQuota() (*RetryQuota, error) {
+	if err := c.alive(); err != nil {
+		return nil, err
+	}
 	var p *C.holdoff_quota
 	err := detailed(func() C.holdoff_status { return C.holdoff_config_new_quota(c.handle(), &p) })
 	runtime.KeepAlive(c)
@@ -360,6 +380,9 @@ func (c *Config) NewRetryQuota() (*RetryQuota, error) {
 
 // NewClassifier builds the classifier part (the default classifier if absent).
 func (c *Config) NewClassifier() (*Classifier, error) {
+	if err := c.alive(); err != nil {
+		return nil, err
+	}
 	var p *C.holdoff_classifier
 	err := detailed(func() C.holdoff_status { return C.holdoff_config_new_classifier(c.handle(), &p) })
 	runtime.KeepAlive(c)

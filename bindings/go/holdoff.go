@@ -11,7 +11,9 @@
 // Config) is safe for concurrent use by many goroutines. Each holds a handle of the C library:
 // Close it when done (the handle is also released by a cleanup when the object becomes
 // unreachable, but not promptly). Close must not run concurrently with other methods of the
-// same object; using an object after Close panics.
+// same object. Using an object after Close returns an error matching ErrClosed from methods
+// that return an error; methods without an error result (Snapshot, ForceOpen, Acquire, Now,
+// Policy.Before, ...) panic instead, as that is a programming error they cannot report.
 package holdoff
 
 /*
@@ -66,6 +68,8 @@ var (
 	ErrPermitAlreadyRecorded = errors.New("holdoff: permit already recorded")
 	// ErrForeignPermit: a permit was recorded on a breaker that did not issue it.
 	ErrForeignPermit = errors.New("holdoff: permit of another breaker")
+	// ErrClosed: an object was used after its Close.
+	ErrClosed = errors.New("holdoff: use of a closed object")
 	// ErrInternal: a bug in holdoff (a caught panic, a freed handle detected).
 	ErrInternal = errors.New("holdoff: internal error")
 )
@@ -139,7 +143,11 @@ func detailed(f func() C.holdoff_status) error {
 	}
 }
 
-func closedPanic(what string) { panic("holdoff: use of a closed " + what) }
+func closedPanic(what string) { panic(closedErr(what)) }
+
+func closedErr(what string) error {
+	return fmt.Errorf("holdoff: use of a closed %s: %w", what, ErrClosed)
+}
 
 func dur(ns C.uint64_t) time.Duration {
 	if uint64(ns) > uint64(1<<63-1) {

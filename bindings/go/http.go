@@ -160,6 +160,14 @@ func NewClassifier(cfg ClassifierConfig) (*Classifier, error) {
 	return c.NewClassifier()
 }
 
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (c *Classifier) alive() error {
+	if c.ptr == nil {
+		return closedErr("Classifier")
+	}
+	return nil
+}
+
 func (c *Classifier) handle() *C.holdoff_classifier {
 	if c.ptr == nil {
 		closedPanic("Classifier")
@@ -187,6 +195,9 @@ func cStatus(status int) C.uint32_t {
 // Classify classifies a response; now is the wall time for HTTP-dates. Errors:
 // ErrInvalidInput for a status outside 100..599.
 func (c *Classifier) Classify(status int, headers []Header, now time.Time) (Classification, error) {
+	if err := c.alive(); err != nil {
+		return Classification{}, err
+	}
 	arr, n, free := cHeaders(headers)
 	defer free()
 	var out C.holdoff_classification

@@ -149,6 +149,19 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := errors.Join(b.alive(), budget.alive()); err != nil {
+		return nil, err
+	}
+	if q != nil {
+		if err := q.alive(); err != nil {
+			return nil, err
+		}
+	}
+	if cls != nil {
+		if err := cls.alive(); err != nil {
+			return nil, err
+		}
+	}
 	var qp *C.holdoff_quota
 	if q != nil {
 		qp = q.handle()
@@ -247,6 +260,14 @@ func NewPolicy(cfg PolicyConfig, opts ...Option) (*Policy, error) {
 // NewPolicy built it.
 func (p *Policy) Breaker() *Breaker { return p.breaker }
 
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (p *Policy) alive() error {
+	if p.ptr == nil {
+		return closedErr("Policy")
+	}
+	return nil
+}
+
 func (p *Policy) handle() *C.holdoff_policy {
 	if p.ptr == nil {
 		closedPanic("Policy")
@@ -283,6 +304,14 @@ func (p *Policy) NewCall() *PolicyCall {
 	call := &PolicyCall{ptr: c}
 	call.cleanup = runtime.AddCleanup(call, func(p *C.holdoff_policy_call) { C.holdoff_policy_call_free(p) }, c)
 	return call
+}
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (c *PolicyCall) alive() error {
+	if c.ptr == nil {
+		return closedErr("PolicyCall")
+	}
+	return nil
 }
 
 func (c *PolicyCall) handle() *C.holdoff_policy_call {
@@ -333,6 +362,9 @@ func (p *Policy) Before(call *PolicyCall) (Before, *Permit) {
 // After records an attempt's outcome and decides: done, retry after a delay (never shorter
 // than the breaker needs), or give up. Errors: ErrForeignPermit, ErrPermitAlreadyRecorded.
 func (p *Policy) After(call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
+	if err := errors.Join(p.alive(), call.alive()); err != nil {
+		return Decision{}, err
+	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return Decision{}, err
@@ -351,6 +383,9 @@ func (p *Policy) After(call *PolicyCall, permit *Permit, o Outcome) (Decision, e
 // decision's one clock reading, then decides. Errors: ErrInvalidInput for a status outside
 // 100..599, ErrForeignPermit, ErrPermitAlreadyRecorded.
 func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
+	if err := errors.Join(p.alive(), call.alive()); err != nil {
+		return Decision{}, Classification{}, err
+	}
 	arr, n, free := cHeaders(headers)
 	defer free()
 	var d C.holdoff_decision
@@ -376,6 +411,9 @@ func (p *Policy) refusal(b Before) error {
 // policy's delay, and sleeps with a timer that ctx cancels. It returns nil on success or a
 // *GiveUpError that wraps the last error (or a *BreakerOpenError when nothing was admitted).
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
+	if err := p.alive(); err != nil {
+		return err
+	}
 	call := p.NewCall()
 	defer call.Close()
 	var last error
@@ -418,6 +456,9 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // returns the final response on success; when it gives up after a response (a 404, a 503
 // beyond the budget) it returns that response too, with a *GiveUpError: close its body.
 func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Response, error)) (*http.Response, error) {
+	if err := p.alive(); err != nil {
+		return nil, err
+	}
 	call := p.NewCall()
 	defer call.Close()
 	var last error

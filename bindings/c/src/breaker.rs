@@ -245,6 +245,22 @@ impl holdoff_breaker_options {
     }
 }
 
+/// Copies a caller's options struct whose first field is its `struct_size`. The size is read
+/// alone first: a caller built against an older, smaller struct gets
+/// `HOLDOFF_STATUS_ABI_MISMATCH` before any byte past its struct is read.
+///
+/// # Safety
+/// `ptr` must be non-NULL and readable for a `usize`, and for `size_of::<T>()` bytes when that
+/// leading `usize` equals `size_of::<T>()`.
+pub(crate) unsafe fn read_options<T: Copy>(ptr: *const T, param: &str) -> Result<T, Fail> {
+    // SAFETY: every options struct starts with `struct_size: usize` (asserted at compile time
+    // next to each struct); readable by contract.
+    let got = unsafe { ptr.cast::<usize>().read_unaligned() };
+    check_size(got, std::mem::size_of::<T>(), param)?;
+    // SAFETY: the caller's struct is as large as ours; readable by contract.
+    Ok(unsafe { ptr.read_unaligned() })
+}
+
 pub(crate) fn check_size(got: usize, want: usize, param: &str) -> Result<(), Fail> {
     if got != want {
         return Err(Fail::new(
@@ -360,7 +376,7 @@ pub unsafe extern "C" fn holdoff_breaker_new(
         let c = unsafe { holdoff_clock::borrow(clock)? };
         non_null(out, "out")?;
         // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let config = unsafe { *options }.to_config()?;
+        let config = unsafe { read_options(options, "options") }?.to_config()?;
         // SAFETY: `out` checked non-NULL; valid by contract.
         unsafe { new_breaker(config, c, out) }
     })
@@ -629,7 +645,7 @@ pub unsafe extern "C" fn holdoff_group_new(
         let c = unsafe { holdoff_clock::borrow(clock)? };
         non_null(out, "out")?;
         // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let config = unsafe { *template }.to_config()?;
+        let config = unsafe { read_options(template, "template") }?.to_config()?;
         // SAFETY: `out` checked non-NULL; valid by contract.
         unsafe { new_group(config, c, out) }
     })
@@ -710,3 +726,5 @@ pub unsafe extern "C" fn holdoff_group_len(
         Ok(holdoff_status::Ok)
     })
 }
+
+const _: () = assert!(std::mem::offset_of!(holdoff_breaker_options, struct_size) == 0);

@@ -196,7 +196,7 @@ pub unsafe extern "C" fn holdoff_budget_new(
         let c = unsafe { holdoff_clock::borrow(clock)? };
         non_null(out, "out")?;
         // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let config = unsafe { *options }.to_config()?;
+        let config = unsafe { crate::breaker::read_options(options, "options") }?.to_config()?;
         // SAFETY: `out` checked non-NULL; valid by contract.
         unsafe { new_budget(config, c, out) }
     })
@@ -339,3 +339,5 @@ pub unsafe extern "C" fn holdoff_retry_state_retries(
         Ok(holdoff_status::Ok)
     })
 }
+
+const _: () = assert!(std::mem::offset_of!(holdoff_budget_options, struct_size) == 0);

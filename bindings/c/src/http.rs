@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use hcore::{hint_from_headers, parse_retry_after, Classification, Classifier, ClassifierConfig, RetryAfter};
 
-use crate::breaker::check_size;
 use crate::clock::unix;
 use crate::handle::{handle, non_null, write, Handle};
 use crate::status::{boundary, holdoff_status, Fail, Res};
@@ -271,12 +270,7 @@ pub unsafe extern "C" fn holdoff_classifier_new(
         non_null(options, "options")?;
         non_null(out, "out")?;
         // SAFETY: checked non-NULL; readable by contract.
-        let o = unsafe { *options };
-        check_size(
-            o.struct_size,
-            std::mem::size_of::<holdoff_classifier_options>(),
-            "options",
-        )?;
+        let o = unsafe { crate::breaker::read_options(options, "options") }?;
         let wait = o.rate_limit_default_wait_ns;
         // SAFETY: each array is valid for its length by contract.
         let config = unsafe {
@@ -353,3 +347,5 @@ pub unsafe extern "C" fn holdoff_classifier_classify(
         Ok(holdoff_status::Ok)
     })
 }
+
+const _: () = assert!(std::mem::offset_of!(holdoff_classifier_options, struct_size) == 0);

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use hcore::{QuotaConfig, QuotaLease, RetryQuota};
 
-use crate::breaker::check_size;
 use crate::handle::{handle, non_null, write, Handle};
 use crate::status::{boundary, holdoff_status, Fail, Res};
 
@@ -99,12 +98,7 @@ pub unsafe extern "C" fn holdoff_quota_new(
         non_null(options, "options")?;
         non_null(out, "out")?;
         // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let o = unsafe { *options };
-        check_size(
-            o.struct_size,
-            std::mem::size_of::<holdoff_quota_options>(),
-            "options",
-        )?;
+        let o = unsafe { crate::breaker::read_options(options, "options") }?;
         let config = QuotaConfig {
             capacity: o.capacity,
             retry_cost: o.retry_cost,
@@ -230,3 +224,5 @@ pub unsafe extern "C" fn holdoff_quota_available(
         Ok(holdoff_status::Ok)
     })
 }
+
+const _: () = assert!(std::mem::offset_of!(holdoff_quota_options, struct_size) == 0);

@@ -5,12 +5,15 @@
  * Time moves only through a manual clock. Prints `N passed, N failed`.
  */
 #define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "holdoff.h"
 
@@ -416,10 +419,51 @@ static void test_threads(void) {
     holdoff_clock_free(clock);
 }
 
+/*
+ * A caller built against an older, smaller options struct: struct_size = 16 with nothing readable
+ * after those 16 bytes (a PROT_NONE page follows). Every constructor must refuse it from the size
+ * field alone instead of copying the whole (larger) struct and faulting.
+ */
+static void test_short_options(void) {
+    long page = sysconf(_SC_PAGESIZE);
+    unsigned char *mem = mmap(NULL, (size_t)page * 2, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(mem != MAP_FAILED);
+    if (mem == MAP_FAILED) return;
+    CHECK(mprotect(mem + page, (size_t)page, PROT_NONE) == 0);
+    unsigned char *small = mem + page - 16;
+    size_t size = 16;
+    memset(small, 0, 16);
+    memcpy(small, &size, sizeof size);
+
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = NULL;
+    holdoff_group *g = NULL;
+    holdoff_budget *budget = NULL;
+    holdoff_quota *quota = NULL;
+    holdoff_classifier *cls = NULL;
+    CHECK_STATUS(holdoff_breaker_new((const holdoff_breaker_options *)small, clock, &b),
+                 HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK(strcmp(holdoff_last_error_field(), "options.struct_size") == 0);
+    CHECK_STATUS(holdoff_group_new((const holdoff_breaker_options *)small, clock, &g),
+                 HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK(strcmp(holdoff_last_error_field(), "template.struct_size") == 0);
+    CHECK_STATUS(holdoff_budget_new((const holdoff_budget_options *)small, clock, &budget),
+                 HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK_STATUS(holdoff_quota_new((const holdoff_quota_options *)small, &quota),
+                 HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK_STATUS(holdoff_classifier_new((const holdoff_classifier_options *)small, &cls),
+                 HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK(b == NULL && g == NULL && budget == NULL && quota == NULL && cls == NULL);
+    holdoff_clock_free(clock);
+    munmap(mem, (size_t)page * 2);
+}
+
 int main(void) {
     test_versions();
     test_null_parameters();
     test_bad_config();
+    test_short_options();
     test_permits();
     test_open_refusal_and_events();
     test_clocks();

@@ -77,6 +77,17 @@ namespace Holdoff
         }
     }
 
+    /// <summary>An argument out of range (Name invalid_input), e.g. an HTTP status outside
+    /// 100..599: <see cref="ArgumentException.ParamName"/> and <see cref="Field"/> name it.</summary>
+    public sealed class HoldoffInputException : ArgumentException
+    {
+        public HoldoffInputException(string field, string message) : base(message, field) { }
+        /// <summary>The stable error name, invalid_input.</summary>
+        public string Name { get { return "invalid_input"; } }
+        /// <summary>The argument concerned (the same as ParamName).</summary>
+        public string Field { get { return ParamName; } }
+    }
+
     /// <summary>A permit recorded twice (Name permit_already_recorded) or on a breaker that did
     /// not issue it (foreign_permit).</summary>
     public sealed class PermitException : HoldoffException
@@ -155,7 +166,7 @@ namespace Holdoff
                 case PermitAlreadyRecorded:
                 case ForeignPermit: throw new PermitException(name, message);
                 case ClockBackwards: throw new HoldoffException(name, field, message);
-                case InvalidInput: throw new HoldoffException(name, field, message);
+                case InvalidInput: throw new HoldoffInputException(field, message);
                 default: throw new HoldoffException(name, field, message);
             }
         }
@@ -175,13 +186,42 @@ namespace Holdoff
         public static ulong Ns(TimeSpan d, string param)
         {
             if (d < TimeSpan.Zero) throw new ArgumentOutOfRangeException(param, d, "must not be negative");
-            return (ulong)d.Ticks * 100;
+            return TicksToNs(d.Ticks, param, d, "must not exceed 2^64-1 ns (about 584 years)");
         }
 
-        public static ulong UnixNs(DateTimeOffset t)
+        /// <summary>A wall time as nanoseconds since the Unix epoch (the C ABI's unsigned count);
+        /// before 1970 or after 2554 is refused, never clamped.</summary>
+        public static ulong UnixNs(DateTimeOffset t, string param)
         {
-            long ms = (t - DateTimeOffset.FromUnixTimeMilliseconds(0)).Ticks;
-            return ms <= 0 ? 0 : (ulong)ms * 100;
+            long ticks = (t - DateTimeOffset.FromUnixTimeMilliseconds(0)).Ticks;
+            if (ticks < 0) throw new ArgumentOutOfRangeException(param, t, "must not be before 1970-01-01 UTC");
+            return TicksToNs(ticks, param, t, "must not be after 2554-07-21 UTC (2^64-1 ns since 1970)");
+        }
+
+        static ulong TicksToNs(long ticks, string param, object value, string rule)
+        {
+            try
+            {
+                return checked((ulong)ticks * 100UL);
+            }
+            catch (OverflowException)
+            {
+                throw new ArgumentOutOfRangeException(param, value, rule);
+            }
+        }
+
+        /// <summary>The longest single Task.Delay (its limit is Int32.MaxValue ms, ~24.8 days).</summary>
+        static readonly TimeSpan MaxDelayChunk = TimeSpan.FromMilliseconds(int.MaxValue - 1);
+
+        /// <summary>Task.Delay for any non-negative TimeSpan: longer waits are chained.</summary>
+        public static async Task Delay(TimeSpan d, CancellationToken ct)
+        {
+            while (d > MaxDelayChunk)
+            {
+                await Task.Delay(MaxDelayChunk, ct).ConfigureAwait(false);
+                d -= MaxDelayChunk;
+            }
+            await Task.Delay(d, ct).ConfigureAwait(false);
         }
 
         public static HeaderC[] Headers(IList<KeyValuePair<string, string>> headers, List<IntPtr> allocated)
@@ -300,7 +340,7 @@ namespace Holdoff
         /// <param name="wallOrigin">The wall time at the origin (for Retry-After HTTP-dates).</param>
         public ManualClock(DateTimeOffset wallOrigin)
         {
-            Status.Check(Native.holdoff_clock_new_manual(Units.UnixNs(wallOrigin), out Handle));
+            Status.Check(Native.holdoff_clock_new_manual(Units.UnixNs(wallOrigin, "wallOrigin"), out Handle));
         }
 
         public ManualClock() : this(DateTimeOffset.FromUnixTimeMilliseconds(0)) { }
@@ -709,7 +749,7 @@ namespace Holdoff
         {
             byte[] b = Encoding.UTF8.GetBytes(value ?? "");
             RetryAfterC r;
-            Status.Check(Native.holdoff_parse_retry_after(b, (UIntPtr)b.Length, Units.UnixNs(now), out r));
+            Status.Check(Native.holdoff_parse_retry_after(b, (UIntPtr)b.Length, Units.UnixNs(now, "now"), out r));
             return Hint.Of(r);
         }
 
@@ -721,7 +761,7 @@ namespace Holdoff
             {
                 var hs = Units.Headers(headers, allocated);
                 RetryAfterC r;
-                Status.Check(Native.holdoff_hint_from_headers(hs, (UIntPtr)hs.Length, Units.UnixNs(now), out r));
+                Status.Check(Native.holdoff_hint_from_headers(hs, (UIntPtr)hs.Length, Units.UnixNs(now, "now"), out r));
                 return Hint.Of(r);
             }
             finally
@@ -744,7 +784,8 @@ namespace Holdoff
                 Handle = c.NewClassifier().Handle;
         }
 
-        /// <summary>Throws HoldoffException (invalid_input) for a status outside 100..599.</summary>
+        /// <summary>Throws HoldoffInputException (an ArgumentException, Name invalid_input, ParamName
+        /// status) for a status outside 100..599.</summary>
         public Classification Classify(int status, IList<KeyValuePair<string, string>> headers, DateTimeOffset now)
         {
             var allocated = new List<IntPtr>();
@@ -753,7 +794,7 @@ namespace Holdoff
                 var hs = Units.Headers(headers, allocated);
                 ClassificationC c;
                 Status.Check(Native.holdoff_classifier_classify(Handle, status < 0 ? uint.MaxValue : (uint)status, hs,
-                    (UIntPtr)hs.Length, Units.UnixNs(now), out c));
+                    (UIntPtr)hs.Length, Units.UnixNs(now, "now"), out c));
                 return Classification.Of(c);
             }
             finally
@@ -804,13 +845,14 @@ namespace Holdoff
         /// <summary>The policy's breaker (snapshots, events).</summary>
         public Breaker Breaker { get; private set; }
 
-        /// <summary>How ExecuteAsync waits; tests replace it to move a ManualClock.</summary>
+        /// <summary>How ExecuteAsync waits; tests replace it to move a ManualClock. The default is
+        /// <see cref="Delay"/>.</summary>
         public Func<TimeSpan, CancellationToken, Task> Sleeper { get; set; }
 
         Policy(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
         {
             Breaker = breaker;
-            Sleeper = (d, ct) => Task.Delay(d, ct);
+            Sleeper = Units.Delay;
             Status.Check(Native.holdoff_policy_new(breaker.Handle, budget.Handle,
                 quota != null ? quota.Handle : new QuotaHandle(),
                 classifier != null ? classifier.Handle : new ClassifierHandle(), out Handle));
@@ -826,7 +868,7 @@ namespace Holdoff
         /// <summary>Builds a policy and its parts with one clock; disposing it disposes them.</summary>
         public Policy(PolicyOptions options, Clock clock = null)
         {
-            Sleeper = (d, ct) => Task.Delay(d, ct);
+            Sleeper = Units.Delay;
             Clock own = null;
             if (clock == null) clock = own = new SystemClock();
             try
@@ -911,9 +953,18 @@ namespace Holdoff
             }
         }
 
+        /// <summary>Waits <paramref name="d"/> (Task.Delay, chained past its Int32.MaxValue ms
+        /// limit of ~24.8 days, so a breaker open for weeks is waited out); <paramref name="ct"/>
+        /// cancels it. A negative <paramref name="d"/> throws ArgumentOutOfRangeException.</summary>
+        public static Task Delay(TimeSpan d, CancellationToken ct)
+        {
+            if (d < TimeSpan.Zero) throw new ArgumentOutOfRangeException("d", d, "must not be negative");
+            return Units.Delay(d, ct);
+        }
+
         /// <summary>Runs <paramref name="fn"/> until it succeeds or the policy gives up: waits
         /// for an open breaker when the budget allows, retries retryable outcomes after the
-        /// policy's delay, and sleeps with <see cref="Sleeper"/> (Task.Delay), which
+        /// policy's delay, and sleeps with <see cref="Sleeper"/> (<see cref="Delay"/>), which
         /// <paramref name="ct"/> cancels. Throws GiveUpException wrapping the last exception.</summary>
         public async Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
         {

@@ -186,8 +186,9 @@ namespace Holdoff.Tests
             using (var c = new Classifier(new ClassifierOptions { FailureStatuses = new[] { 403 } }))
             {
                 Check(c.Classify(403, null, now).Outcome.Kind == OutcomeKind.Failure, "403 override");
-                var e = Throws<HoldoffException>(() => c.Classify(99, null, now), "status 99");
-                Check(e != null && e.Name == "invalid_input", "invalid_input");
+                var e = Throws<HoldoffInputException>(() => c.Classify(700, null, now), "status 700");
+                Check(e is ArgumentException && e.Name == "invalid_input" && e.ParamName == e.Field, "invalid_input is an ArgumentException");
+                Throws<ArgumentException>(() => c.Classify(99, null, now), "status 99");
             }
             using (var q = new RetryQuota(new QuotaOptions { Capacity = 12 }))
             {
@@ -279,6 +280,60 @@ namespace Holdoff.Tests
             }
         }
 
+        static void UnitBounds()
+        {
+            using (var clock = new ManualClock())
+            {
+                // 2^64 ns is about 584.5 years: beyond it the nanosecond count must not wrap.
+                var e = Throws<ArgumentOutOfRangeException>(() => clock.Advance(TimeSpan.FromDays(365.25 * 600)), "600 years");
+                Check(e != null && e.ParamName == "d", "ParamName of an overflowing span");
+                Check(clock.Now == TimeSpan.Zero, "clock not moved by a refused span");
+                e = Throws<ArgumentOutOfRangeException>(() => clock.Set(TimeSpan.MaxValue), "TimeSpan.MaxValue");
+                Check(e != null && e.ParamName == "t", "ParamName of TimeSpan.MaxValue");
+                clock.Advance(TimeSpan.FromDays(365.25 * 500));
+                Check(clock.Now == TimeSpan.FromDays(365.25 * 500), "500 years fit");
+            }
+            var far = new DateTimeOffset(9000, 1, 1, 0, 0, 0, TimeSpan.Zero);
+            var e2 = Throws<ArgumentOutOfRangeException>(() => new ManualClock(far).Dispose(), "wall origin in 9000");
+            Check(e2 != null && e2.ParamName == "wallOrigin", "ParamName of a far wall origin");
+            e2 = Throws<ArgumentOutOfRangeException>(() => new ManualClock(new DateTimeOffset(1969, 1, 1, 0, 0, 0, TimeSpan.Zero)).Dispose(), "wall origin in 1969");
+            Check(e2 != null && e2.ParamName == "wallOrigin", "ParamName of a pre-1970 wall origin");
+            e2 = Throws<ArgumentOutOfRangeException>(() => RetryAfterHeader.Parse("5", far), "now in 9000");
+            Check(e2 != null && e2.ParamName == "now", "ParamName of a far now");
+        }
+
+        static void LongDelay()
+        {
+            // Task.Delay refuses more than Int32.MaxValue ms (~24.8 days); the default sleeper
+            // must accept a 30-day wait and still honour cancellation. No real time passes: the
+            // wait is cancelled at once.
+            using (var cts = new CancellationTokenSource())
+            {
+                Task t = null;
+                try
+                {
+                    t = Policy.Delay(TimeSpan.FromDays(30), cts.Token);
+                }
+                catch (Exception e)
+                {
+                    Check(false, "30-day delay threw " + e.GetType().Name);
+                }
+                Check(t != null && !t.IsFaulted, "30-day delay accepted: " + (t != null && t.Exception != null ? t.Exception.InnerException.GetType().Name : ""));
+                cts.Cancel();
+                bool cancelled = false;
+                try
+                {
+                    if (t != null) t.Wait();
+                }
+                catch (AggregateException e)
+                {
+                    cancelled = e.InnerException is OperationCanceledException;
+                }
+                Check(cancelled, "30-day delay cancelled by the token");
+            }
+            Throws<ArgumentOutOfRangeException>(() => Policy.Delay(TimeSpan.FromSeconds(-1), CancellationToken.None), "negative delay");
+        }
+
         static int Main(string[] args)
         {
             if (args.Length == 1 && args[0] == "bench")
@@ -291,6 +346,8 @@ namespace Holdoff.Tests
             PolicyExecute();
             HttpAndQuota();
             Threads();
+            UnitBounds();
+            LongDelay();
             Finalizers();
             GC.Collect();
             GC.WaitForPendingFinalizers();
