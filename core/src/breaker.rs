@@ -1238,6 +1238,55 @@ mod tests {
     }
 
     #[test]
+    fn permit_slot_reports_its_permit() {
+        let (b, clock) = incident_one();
+        let slot = PermitSlot::new(b.allow().unwrap());
+        assert_eq!(
+            (slot.episode(), slot.is_probe(), slot.is_taken()),
+            (0, false, false)
+        );
+        b.record(slot.take(&b).unwrap(), Outcome::Failure).unwrap();
+        assert!(slot.is_taken());
+        fail(&b, 4);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let probe = PermitSlot::new(b.allow().unwrap());
+        assert_eq!(
+            (probe.episode(), probe.is_probe(), probe.is_taken()),
+            (1, true, false)
+        );
+    }
+
+    #[test]
+    fn validation_bounds_are_inclusive() {
+        let ok = |f: fn(&mut BreakerConfig)| {
+            let mut c = BreakerConfig::default();
+            f(&mut c);
+            c.validate()
+        };
+        assert!(ok(|c| c.recoveries = MAX_PROBES).is_ok());
+        assert_eq!(
+            ok(|c| c.recoveries = MAX_PROBES + 1).unwrap_err().field,
+            "breaker.recoveries"
+        );
+        assert!(ok(|c| c.max_probes_in_flight = MAX_PROBES).is_ok());
+        assert_eq!(
+            ok(|c| c.max_probes_in_flight = MAX_PROBES + 1).unwrap_err().field,
+            "breaker.max_probes_in_flight"
+        );
+    }
+
+    #[test]
+    fn undrained_events_are_dropped_and_counted() {
+        let (b, _) = incident_one();
+        for _ in 0..EVENT_QUEUE_CAPACITY + 4 {
+            b.force_open();
+        }
+        assert_eq!(b.snapshot().events_dropped, 4);
+        assert_eq!(b.drain_events_up_to(3).len(), 3);
+        assert_eq!(b.drain_events().len(), EVENT_QUEUE_CAPACITY - 3);
+    }
+
+    #[test]
     fn listener_may_reenter() {
         let (b, _) = incident_one();
         let b = Arc::new(b);

@@ -388,3 +388,49 @@ impl RetryBudget {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    #[test]
+    fn no_room_for_two_waits_says_so() {
+        let cfg = BudgetConfig {
+            max_rate_limit_duration: Duration::from_secs(300),
+            retry_after_cap: Duration::from_secs(300),
+            ..BudgetConfig::default()
+        };
+        let e = cfg.validate().unwrap_err();
+        assert_eq!(e.field, "budget.max_rate_limit_duration");
+        assert!(
+            e.rule
+                .starts_with("budget 300s against a 300s cap leaves no room to retry"),
+            "{}",
+            e.rule
+        );
+        let cfg = BudgetConfig {
+            max_rate_limit_duration: Duration::from_millis(1500),
+            retry_after_cap: Duration::from_secs(1),
+            ..cfg
+        };
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .rule
+            .starts_with("budget 1500ms against a 1s cap"));
+    }
+
+    #[test]
+    fn the_counted_path_starts_at_the_first_failure() {
+        let clock = ManualClock::new();
+        let budget = RetryBudget::new(BudgetConfig::default(), Arc::new(clock.clone())).unwrap();
+        let mut call = RetryState::new();
+        clock.set(Instant::from_millis(700)).unwrap();
+        budget.decide(&mut call, Outcome::Failure);
+        clock.set(Instant::from_millis(900)).unwrap();
+        budget.decide(&mut call, Outcome::Failure);
+        assert_eq!(call.first_failure(), Some(Instant::from_millis(700)));
+        assert_eq!(call.retries(), 2);
+    }
+}

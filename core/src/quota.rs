@@ -143,6 +143,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn capacity_bound_is_inclusive() {
+        let cfg = |capacity| QuotaConfig {
+            capacity,
+            ..QuotaConfig::default()
+        };
+        assert!(cfg(1_000_000_000).validate().is_ok());
+        assert_eq!(cfg(1_000_000_001).validate().unwrap_err().field, "quota.capacity");
+    }
+
+    #[test]
     fn spends_and_refunds_exactly() {
         let q = RetryQuota::new(QuotaConfig {
             capacity: 12,

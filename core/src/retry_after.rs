@@ -237,11 +237,21 @@ fn rfc850_as_imf(s: &str, wall_now: SystemTime) -> Option<String> {
     if year == limit {
         // In the limit year itself, compare the instants: more than 50 years (of 365.2425 days)
         // ahead means the previous century.
+        // The sender's weekday belongs to whichever century is right, so the instant in the limit
+        // year is found without it: the one weekday that makes the date valid there.
         let fifty_years = Duration::from_secs(50 * 31_556_952);
-        if let Ok(t) = httpdate::parse_http_date(&imf(year)) {
-            if t.duration_since(wall_now).is_ok_and(|d| d > fifty_years) {
-                year -= 100;
-            }
+        let in_limit_year = WEEKDAYS.iter().find_map(|wd| {
+            let candidate = format!(
+                "{}, {} {} {year}{}",
+                &wd[..3],
+                &rest[0..2],
+                &rest[3..6],
+                &rest[9..]
+            );
+            httpdate::parse_http_date(&candidate).ok()
+        });
+        if in_limit_year.is_some_and(|t| t.duration_since(wall_now).is_ok_and(|d| d > fifty_years)) {
+            year -= 100;
         }
     }
     Some(imf(year))
