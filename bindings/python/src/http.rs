@@ -191,17 +191,9 @@ impl Classification {
 /// An HTTP status as the core takes it: an int; statuses outside 100..=599 are refused with
 /// `InvalidInput` before anything is recorded.
 pub(crate) fn status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
-    let v = convert::int_arg(obj, "status")?;
-    if !(100..=599).contains(&v) {
-        return Err(convert::input_error(
-            obj.py(),
-            hc::InputError {
-                field: "status".into(),
-                rule: "must be an HTTP status between 100 and 599".into(),
-            },
-        ));
-    }
-    Ok(v as u16)
+    let status = raw_status_arg(obj)?;
+    hc::check_status(status).map_err(|e| convert::input_error(obj.py(), e))?;
+    Ok(status)
 }
 
 /// A status for `Policy.after_response`: any int that fits the core's `u16` goes to the core,
