@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # bindings/c: the C ABI (crate holdoff-ffi, include/holdoff.h) and its C tests.
 #
-#   run.sh test         header check, Rust unit tests, C API tests and the conformance runner,
-#                       then both again under AddressSanitizer + UBSan
+#   run.sh test         header check, Rust unit tests, C API tests, the pthread stress test and
+#                       the conformance runner, then `sanitize`
+#   run.sh sanitize     the same three C programs under AddressSanitizer + UBSan (leaks checked
+#                       at exit), then under valgrind memcheck (definite leaks are errors)
 #   run.sh conformance  the C conformance runner only (ends with `N passed, N failed, N skipped`)
-#   run.sh bench        allow+record through the C ABI (release build)
+#   run.sh bench        the C ABI's hot paths against a pthread-mutex baseline breaker (release)
 #   run.sh header       regenerate include/holdoff.h with the pinned cbindgen
 #
-# Installs what it needs when missing: gcc and libcjson-dev (apt-get), cbindgen (cargo install,
-# pinned, into a cache directory).
+# Installs what it needs when missing: gcc, libcjson-dev and valgrind (apt-get), cbindgen
+# (cargo install, pinned, into a cache directory).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -37,6 +39,7 @@ ensure_c_tools() {
   local need=()
   command -v gcc >/dev/null || need+=(gcc libc6-dev)
   [ -f /usr/include/cjson/cJSON.h ] || need+=(libcjson-dev)
+  command -v valgrind >/dev/null || need+=(valgrind)
   if [ ${#need[@]} -gt 0 ]; then apt_install "${need[@]}"; fi
 }
 
@@ -86,39 +89,72 @@ conformance() {
   "$OUT/conformance" "$ROOT/conformance"
 }
 
+# The C programs every mode runs; each prints `N passed, N failed` last and exits non-zero on
+# a failure. The stress test also aborts itself (watchdog) if it stops making progress.
+build_tests() { # rest: extra compiler flags; $1 suffix of the binaries
+  local suffix="$1"
+  shift
+  cc_test "$HERE/tests/api_test.c" "$OUT/api_test$suffix" "$@"
+  cc_test "$HERE/tests/stress_test.c" "$OUT/stress_test$suffix" "$@"
+  cc_test "$HERE/tests/conformance.c" "$OUT/conformance$suffix" "$@"
+}
+
+run_suite() { # $1 label, $2 binary suffix, rest: command prefix (a checker)
+  local label="$1" suffix="$2"
+  shift 2
+  log "API tests$label"
+  "$@" "$OUT/api_test$suffix" | tail -n 1
+  log "stress test$label"
+  "$@" "$OUT/stress_test$suffix" | tail -n 2
+  log "conformance$label"
+  "$@" "$OUT/conformance$suffix" "$ROOT/conformance" | tail -n 1
+}
+
+# Memory safety at the boundary: the C side is instrumented by ASan+UBSan (the Rust library is
+# linked as it is; its allocations go through malloc, so leaks and frees are checked too), then
+# the plain binaries run under valgrind, which sees every load and store of both sides.
+# The debug library's handle registry turns use-after-free into HOLDOFF_STATUS_INVALID_HANDLE
+# before any freed memory is read, so api_test's use-after-free cases run under both.
+sanitize() {
+  ensure_c_tools
+  build_lib
+  build_tests ""
+  build_tests -asan "${SAN[@]}"
+  (
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    run_suite " under ASan+UBSan" -asan
+  )
+  # Only definite leaks are errors: the debug registry's hash table is reachable from a static
+  # through an interior pointer, which memcheck calls "possibly lost".
+  HOLDOFF_TEST_THREAD_CALLS=2000 run_suite " under valgrind" "" valgrind -q --error-exitcode=1 --leak-check=full \
+    --show-leak-kinds=definite --errors-for-leak-kinds=definite
+}
+
 run_tests() {
   ensure_c_tools
   check_header
   (cd "$ROOT" && cargo test --quiet -p holdoff-ffi)
   build_lib
-  cc_test "$HERE/tests/api_test.c" "$OUT/api_test"
-  cc_test "$HERE/tests/conformance.c" "$OUT/conformance"
-  log "API tests"
-  "$OUT/api_test"
-  log "conformance"
-  "$OUT/conformance" "$ROOT/conformance" | tail -n 1
-  # Sanitizers: the C side is instrumented; every allocation (Rust's too, through malloc) is
-  # leak-checked at exit. The live-handle counter catches handles kept by the debug registry.
-  cc_test "$HERE/tests/api_test.c" "$OUT/api_test-asan" "${SAN[@]}"
-  cc_test "$HERE/tests/conformance.c" "$OUT/conformance-asan" "${SAN[@]}"
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  log "API tests under ASan+UBSan"
-  "$OUT/api_test-asan"
-  log "conformance under ASan+UBSan"
-  "$OUT/conformance-asan" "$ROOT/conformance" | tail -n 1
+  build_tests ""
+  run_suite "" ""
+  sanitize
 }
 
 bench() {
   ensure_c_tools
   build_lib --release
   mkdir -p "$OUT"
-  gcc -std=c99 -O2 -Wall -Wextra -Werror -I"$HERE/include" "$HERE/tests/bench.c" -o "$OUT/bench" \
+  # The wraps let the bench count every allocation, the Rust library's included.
+  gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$HERE/include" "$HERE/tests/bench.c" -o "$OUT/bench" \
+    -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=posix_memalign,--wrap=aligned_alloc \
     "$TARGET/release/libholdoff.a" "${LIBS[@]}"
+  # HOLDOFF_BENCH_OUT=<file>: also append JSON lines (the cross-language benchmark's records).
   "$OUT/bench"
 }
 
 case "${1:-test}" in
   test) run_tests ;;
+  sanitize) sanitize ;;
   conformance) conformance ;;
   bench) bench ;;
   header)
@@ -127,7 +163,7 @@ case "${1:-test}" in
     log "wrote include/holdoff.h"
     ;;
   *)
-    echo "usage: $0 [test|conformance|bench|header]" >&2
+    echo "usage: $0 [test|sanitize|conformance|bench|header]" >&2
     exit 2
     ;;
 esac

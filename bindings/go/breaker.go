@@ -150,15 +150,15 @@ func (e *BreakerOpenError) Unwrap() error { return ErrBreakerOpen }
 // Breaker is a circuit breaker for one upstream. Share one between every goroutine that calls
 // the upstream. While closed, Allow and recording a success take no lock and read no clock.
 type Breaker struct {
-	ptr     *C.holdoff_breaker
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_breaker]
 }
 
 func freeBreaker(p *C.holdoff_breaker) { C.holdoff_breaker_free(p) }
 
 func wrapBreaker(p *C.holdoff_breaker) *Breaker {
-	b := &Breaker{ptr: p}
-	b.cleanup = runtime.AddCleanup(b, freeBreaker, p)
+	b := &Breaker{}
+	b.h.init(p, "Breaker", freeBreaker)
+	b.h.cleanup = runtime.AddCleanup(b, freeBreaker, p)
 	return b
 }
 
@@ -174,27 +174,13 @@ func NewBreaker(cfg BreakerConfig, opts ...Option) (*Breaker, error) {
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
-func (b *Breaker) alive() error {
-	if b.ptr == nil {
-		return closedErr("Breaker")
-	}
-	return nil
-}
-
-func (b *Breaker) handle() *C.holdoff_breaker {
-	if b.ptr == nil {
-		closedPanic("Breaker")
-	}
-	return b.ptr
-}
+func (b *Breaker) alive() error { return b.h.alive() }
 
 // Close releases the breaker's handle (a policy or group using the breaker keeps it alive).
+// Safe to call twice and concurrently with other methods: calls in flight finish on the
+// live handle, later calls return (or panic with) ErrClosed.
 func (b *Breaker) Close() error {
-	if b.ptr != nil {
-		b.cleanup.Stop()
-		C.holdoff_breaker_free(b.ptr)
-		b.ptr = nil
-	}
+	b.h.close()
 	return nil
 }
 
@@ -207,13 +193,14 @@ func refusalErr(r *C.holdoff_refusal) *BreakerOpenError {
 // with a *BreakerOpenError. This is the only act of admission: an admitted probe is spent
 // even if the call is never made, so never use Allow as a "ready?" check.
 func (b *Breaker) Allow() (*Permit, error) {
-	if err := b.alive(); err != nil {
+	h, err := b.h.acquire()
+	if err != nil {
 		return nil, err
 	}
 	p := new(Permit)
 	var r C.holdoff_refusal
-	st := C.holdoff_breaker_allow(b.handle(), &p.c, &r)
-	runtime.KeepAlive(b)
+	st := C.holdoff_breaker_allow(h, &p.c, &r)
+	b.h.release()
 	switch st {
 	case C.HOLDOFF_STATUS_OK:
 		return p, nil
@@ -226,16 +213,17 @@ func (b *Breaker) Allow() (*Permit, error) {
 // Record reports the outcome of a call admitted by Allow. Errors: ErrForeignPermit (another
 // breaker issued it; it stays usable), ErrPermitAlreadyRecorded.
 func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
-	if err := b.alive(); err != nil {
-		return 0, err
-	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return 0, err
 	}
+	h, err := b.h.acquire()
+	if err != nil {
+		return 0, err
+	}
 	var effect C.uint32_t
-	st := C.holdoff_breaker_record(b.handle(), &p.c, kind, ns, &effect)
-	runtime.KeepAlive(b)
+	st := C.holdoff_breaker_record(h, &p.c, kind, ns, &effect)
+	b.h.release()
 	if st != C.HOLDOFF_STATUS_OK {
 		return 0, errOf(st)
 	}
@@ -245,13 +233,15 @@ func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
 // Do makes one call through the breaker: if refused, it returns a *BreakerOpenError without
 // calling fn; otherwise it calls fn and records OutcomeOf(ctx, err). It returns fn's error.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
-	if err := b.alive(); err != nil {
+	// One use for the whole call: a Close meanwhile lets it record its outcome.
+	h, err := b.h.acquire()
+	if err != nil {
 		return err
 	}
+	defer b.h.release()
 	var p Permit
 	var r C.holdoff_refusal
-	st := C.holdoff_breaker_allow(b.handle(), &p.c, &r)
-	runtime.KeepAlive(b)
+	st := C.holdoff_breaker_allow(h, &p.c, &r)
 	switch st {
 	case C.HOLDOFF_STATUS_OK:
 	case C.HOLDOFF_STATUS_BREAKER_OPEN:
@@ -259,14 +249,13 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 	default:
 		return errOf(st)
 	}
-	err := fn(ctx)
+	err = fn(ctx)
 	o := OutcomeOf(ctx, err)
 	kind, ns, oerr := o.c()
 	if oerr != nil {
 		return errors.Join(err, oerr)
 	}
-	st = C.holdoff_breaker_record(b.handle(), &p.c, kind, ns, nil)
-	runtime.KeepAlive(b)
+	st = C.holdoff_breaker_record(h, &p.c, kind, ns, nil)
 	if st != C.HOLDOFF_STATUS_OK {
 		return errors.Join(err, errOf(st))
 	}
@@ -299,11 +288,19 @@ type Snapshot struct {
 
 // Snapshot views the breaker without side effects (it never admits or expires anything).
 func (b *Breaker) Snapshot() Snapshot {
-	var s C.holdoff_snapshot
-	if st := C.holdoff_breaker_snapshot(b.handle(), &s); st != C.HOLDOFF_STATUS_OK {
-		panic(errOf(st))
+	s, err := snapshotOf(b.h.mustAcquire())
+	b.h.release()
+	if err != nil {
+		panic(err)
 	}
-	runtime.KeepAlive(b)
+	return s
+}
+
+func snapshotOf(h *C.holdoff_breaker) (Snapshot, error) {
+	var s C.holdoff_snapshot
+	if st := C.holdoff_breaker_snapshot(h, &s); st != C.HOLDOFF_STATUS_OK {
+		return Snapshot{}, errOf(st)
+	}
 	ra, hasRA := optDur(s.has_retry_after, s.retry_after_ns)
 	iv, hasIV := optDur(s.has_interval, s.interval_ns)
 	return Snapshot{
@@ -312,7 +309,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		RetryAfter: ra, HasRetryAfter: hasRA, ProbeReady: s.probe_ready != 0, Interval: iv, HasInterval: hasIV,
 		Opens: uint64(s.opens), Closes: uint64(s.closes), Probes: uint64(s.probes),
 		Refusals: uint64(s.refusals), StaleAnswers: uint64(s.stale_answers), EventsDropped: uint64(s.events_dropped),
-	}
+	}, nil
 }
 
 // Event is one state change.
@@ -338,8 +335,8 @@ func (b *Breaker) DrainEvents() []Event {
 	var out []Event
 	for {
 		var n C.size_t
-		st := C.holdoff_breaker_drain_events(b.handle(), &buf[0], C.size_t(len(buf)), &n)
-		runtime.KeepAlive(b)
+		st := C.holdoff_breaker_drain_events(b.h.mustAcquire(), &buf[0], C.size_t(len(buf)), &n)
+		b.h.release()
 		if st != C.HOLDOFF_STATUS_OK {
 			panic(errOf(st))
 		}
@@ -356,13 +353,22 @@ func (b *Breaker) DrainEvents() []Event {
 }
 
 // ForceOpen refuses every call until Reset. Starts a new episode.
-func (b *Breaker) ForceOpen() { C.holdoff_breaker_force_open(b.handle()); runtime.KeepAlive(b) }
+func (b *Breaker) ForceOpen() {
+	C.holdoff_breaker_force_open(b.h.mustAcquire())
+	b.h.release()
+}
 
 // Disable admits every call and never trips until Reset (outcomes are still counted).
-func (b *Breaker) Disable() { C.holdoff_breaker_disable(b.handle()); runtime.KeepAlive(b) }
+func (b *Breaker) Disable() {
+	C.holdoff_breaker_disable(b.h.mustAcquire())
+	b.h.release()
+}
 
 // Reset closes the breaker with fresh counts. Answers to earlier permits become stale.
-func (b *Breaker) Reset() { C.holdoff_breaker_reset(b.handle()); runtime.KeepAlive(b) }
+func (b *Breaker) Reset() {
+	C.holdoff_breaker_reset(b.h.mustAcquire())
+	b.h.release()
+}
 
 // BreakerGroup holds one breaker per upstream key (host, registry, provider), created on
 // first use from one template, each with its own jitter seed.

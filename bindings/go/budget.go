@@ -4,7 +4,6 @@ package holdoff
 import "C"
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"time"
@@ -87,13 +86,17 @@ func decisionOf(d *C.holdoff_decision) Decision {
 // of one upstream: a rate-limit episode budget with a Retry-After cap (never shortening the
 // server's wait), and a counted backoff path.
 type RetryBudget struct {
-	ptr     *C.holdoff_budget
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_budget]
 }
 
+func freeBudget(p *C.holdoff_budget)          { C.holdoff_budget_free(p) }
+func freeRetryState(p *C.holdoff_retry_state) { C.holdoff_retry_state_free(p) }
+func freeQuota(p *C.holdoff_quota)            { C.holdoff_quota_free(p) }
+
 func wrapBudget(p *C.holdoff_budget) *RetryBudget {
-	b := &RetryBudget{ptr: p}
-	b.cleanup = runtime.AddCleanup(b, func(p *C.holdoff_budget) { C.holdoff_budget_free(p) }, p)
+	b := &RetryBudget{}
+	b.h.init(p, "RetryBudget", freeBudget)
+	b.h.cleanup = runtime.AddCleanup(b, freeBudget, p)
 	return b
 }
 
@@ -109,43 +112,32 @@ func NewRetryBudget(cfg BudgetConfig, opts ...Option) (*RetryBudget, error) {
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
-func (b *RetryBudget) alive() error {
-	if b.ptr == nil {
-		return closedErr("RetryBudget")
-	}
-	return nil
-}
-
-func (b *RetryBudget) handle() *C.holdoff_budget {
-	if b.ptr == nil {
-		closedPanic("RetryBudget")
-	}
-	return b.ptr
-}
+func (b *RetryBudget) alive() error { return b.h.alive() }
 
 // Close releases the budget's handle (a policy using it keeps it alive).
 func (b *RetryBudget) Close() error {
-	if b.ptr != nil {
-		b.cleanup.Stop()
-		C.holdoff_budget_free(b.ptr)
-		b.ptr = nil
-	}
+	b.h.close()
 	return nil
 }
 
 // Decide says what to do after an attempt of the logical call s ended with o.
 func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
-	if err := errors.Join(b.alive(), s.alive()); err != nil {
-		return Decision{}, err
-	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return Decision{}, err
 	}
+	bh, err := b.h.acquire()
+	if err != nil {
+		return Decision{}, err
+	}
+	defer b.h.release()
+	sh, err := s.h.acquire()
+	if err != nil {
+		return Decision{}, err
+	}
+	defer s.h.release()
 	var d C.holdoff_decision
-	st := C.holdoff_budget_decide(b.handle(), s.handle(), kind, ns, &d)
-	runtime.KeepAlive(b)
-	runtime.KeepAlive(s)
+	st := C.holdoff_budget_decide(bh, sh, kind, ns, &d)
 	if st != C.HOLDOFF_STATUS_OK {
 		return Decision{}, errOf(st)
 	}
@@ -156,16 +148,15 @@ func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
 // budget's clock).
 func (b *RetryBudget) Episode() (start time.Duration, active bool) {
 	var e C.holdoff_episode
-	C.holdoff_budget_episode(b.handle(), &e)
-	runtime.KeepAlive(b)
+	C.holdoff_budget_episode(b.h.mustAcquire(), &e)
+	b.h.release()
 	return dur(e.start_ns), e.active != 0
 }
 
 // RetryState is the per-call part of retrying (retries taken, first failure): one per logical
 // call, across its attempts.
 type RetryState struct {
-	ptr     *C.holdoff_retry_state
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_retry_state]
 }
 
 // NewRetryState starts a logical call.
@@ -174,41 +165,26 @@ func NewRetryState() *RetryState {
 	if st := C.holdoff_retry_state_new(&p); st != C.HOLDOFF_STATUS_OK {
 		panic(errOf(st))
 	}
-	s := &RetryState{ptr: p}
-	s.cleanup = runtime.AddCleanup(s, func(p *C.holdoff_retry_state) { C.holdoff_retry_state_free(p) }, p)
+	s := &RetryState{}
+	s.h.init(p, "RetryState", freeRetryState)
+	s.h.cleanup = runtime.AddCleanup(s, freeRetryState, p)
 	return s
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
-func (s *RetryState) alive() error {
-	if s.ptr == nil {
-		return closedErr("RetryState")
-	}
-	return nil
-}
-
-func (s *RetryState) handle() *C.holdoff_retry_state {
-	if s.ptr == nil {
-		closedPanic("RetryState")
-	}
-	return s.ptr
-}
+func (s *RetryState) alive() error { return s.h.alive() }
 
 // Retries is the retries the call took on the counted path.
 func (s *RetryState) Retries() int {
 	var n C.uint32_t
-	C.holdoff_retry_state_retries(s.handle(), &n)
-	runtime.KeepAlive(s)
+	C.holdoff_retry_state_retries(s.h.mustAcquire(), &n)
+	s.h.release()
 	return int(n)
 }
 
 // Close releases the state's handle.
 func (s *RetryState) Close() error {
-	if s.ptr != nil {
-		s.cleanup.Stop()
-		C.holdoff_retry_state_free(s.ptr)
-		s.ptr = nil
-	}
+	s.h.close()
 	return nil
 }
 
@@ -216,13 +192,13 @@ func (s *RetryState) Close() error {
 // retries after a timeout cost more, successes refund. An empty bucket gives up
 // (QuotaEmpty) instead of joining a retry storm.
 type RetryQuota struct {
-	ptr     *C.holdoff_quota
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_quota]
 }
 
 func wrapQuota(p *C.holdoff_quota) *RetryQuota {
-	q := &RetryQuota{ptr: p}
-	q.cleanup = runtime.AddCleanup(q, func(p *C.holdoff_quota) { C.holdoff_quota_free(p) }, p)
+	q := &RetryQuota{}
+	q.h.init(p, "RetryQuota", freeQuota)
+	q.h.cleanup = runtime.AddCleanup(q, freeQuota, p)
 	return q
 }
 
@@ -237,27 +213,11 @@ func NewRetryQuota(cfg QuotaConfig) (*RetryQuota, error) {
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
-func (q *RetryQuota) alive() error {
-	if q.ptr == nil {
-		return closedErr("RetryQuota")
-	}
-	return nil
-}
-
-func (q *RetryQuota) handle() *C.holdoff_quota {
-	if q.ptr == nil {
-		closedPanic("RetryQuota")
-	}
-	return q.ptr
-}
+func (q *RetryQuota) alive() error { return q.h.alive() }
 
 // Close releases the quota's handle (a policy using it keeps it alive).
 func (q *RetryQuota) Close() error {
-	if q.ptr != nil {
-		q.cleanup.Stop()
-		C.holdoff_quota_free(q.ptr)
-		q.ptr = nil
-	}
+	q.h.close()
 	return nil
 }
 
@@ -287,8 +247,8 @@ func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
 	if afterTimeout {
 		t = 1
 	}
-	C.holdoff_quota_acquire(q.handle(), t, &l.c)
-	runtime.KeepAlive(q)
+	C.holdoff_quota_acquire(q.h.mustAcquire(), t, &l.c)
+	q.h.release()
 	return l
 }
 
@@ -296,22 +256,23 @@ func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
 // if lease is nil (a success without retry). Errors: ErrPermitAlreadyRecorded for a lease
 // given back twice, ErrInvalidInput for a lease that was not acquired.
 func (q *RetryQuota) OnSuccess(lease *QuotaLease) error {
-	if err := q.alive(); err != nil {
+	h, err := q.h.acquire()
+	if err != nil {
 		return err
 	}
 	var p *C.holdoff_quota_lease
 	if lease != nil {
 		p = &lease.c
 	}
-	st := C.holdoff_quota_on_success(q.handle(), p)
-	runtime.KeepAlive(q)
+	st := C.holdoff_quota_on_success(h, p)
+	q.h.release()
 	return errOf(st)
 }
 
 // Available is the tokens left.
 func (q *RetryQuota) Available() uint64 {
 	var n C.uint64_t
-	C.holdoff_quota_available(q.handle(), &n)
-	runtime.KeepAlive(q)
+	C.holdoff_quota_available(q.h.mustAcquire(), &n)
+	q.h.release()
 	return uint64(n)
 }

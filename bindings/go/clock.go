@@ -13,15 +13,12 @@ import (
 // Clock is the time source of breakers, budgets and policies: a SystemClock in production, a
 // ManualClock in tests. A policy's breaker and budget must share one.
 type Clock interface {
-	alive() error
-	handle() *C.holdoff_clock
-	keepAlive()
+	ref() *handleRef[*C.holdoff_clock]
 }
 
 // SystemClock reads the process's monotonic clock.
 type SystemClock struct {
-	ptr     *C.holdoff_clock
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_clock]
 }
 
 // NewSystemClock creates a system clock (its origin is now).
@@ -30,37 +27,19 @@ func NewSystemClock() *SystemClock {
 	if st := C.holdoff_clock_new_system(&p); st != C.HOLDOFF_STATUS_OK {
 		panic(errOf(st))
 	}
-	c := &SystemClock{ptr: p}
-	c.cleanup = runtime.AddCleanup(c, freeClock, p)
+	c := &SystemClock{}
+	c.h.init(p, "SystemClock", freeClock)
+	c.h.cleanup = runtime.AddCleanup(c, freeClock, p)
 	return c
 }
 
 func freeClock(p *C.holdoff_clock) { C.holdoff_clock_free(p) }
 
-// alive is nil, or an error matching ErrClosed once Close has run.
-func (c *SystemClock) alive() error {
-	if c.ptr == nil {
-		return closedErr("SystemClock")
-	}
-	return nil
-}
-
-func (c *SystemClock) handle() *C.holdoff_clock {
-	if c.ptr == nil {
-		closedPanic("SystemClock")
-	}
-	return c.ptr
-}
-
-func (c *SystemClock) keepAlive() { runtime.KeepAlive(c) }
+func (c *SystemClock) ref() *handleRef[*C.holdoff_clock] { return &c.h }
 
 // Close releases the clock's handle; objects built with it keep using it.
 func (c *SystemClock) Close() error {
-	if c.ptr != nil {
-		c.cleanup.Stop()
-		C.holdoff_clock_free(c.ptr)
-		c.ptr = nil
-	}
+	c.h.close()
 	return nil
 }
 
@@ -68,8 +47,7 @@ func (c *SystemClock) Close() error {
 // its origin (0 at creation); WallOrigin is the wall time at the origin, used only for
 // Retry-After HTTP-dates.
 type ManualClock struct {
-	ptr     *C.holdoff_clock
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_clock]
 }
 
 // NewManualClock creates a manual clock at 0 whose origin is wallOrigin on the wall. Errors: an
@@ -85,78 +63,62 @@ func NewManualClock(wallOrigin time.Time) (*ManualClock, error) {
 	if st := C.holdoff_clock_new_manual(C.uint64_t(ns), &p); st != C.HOLDOFF_STATUS_OK {
 		return nil, errOf(st)
 	}
-	c := &ManualClock{ptr: p}
-	c.cleanup = runtime.AddCleanup(c, freeClock, p)
+	c := &ManualClock{}
+	c.h.init(p, "ManualClock", freeClock)
+	c.h.cleanup = runtime.AddCleanup(c, freeClock, p)
 	return c, nil
 }
 
-// alive is nil, or an error matching ErrClosed once Close has run.
-func (c *ManualClock) alive() error {
-	if c.ptr == nil {
-		return closedErr("ManualClock")
-	}
-	return nil
-}
-
-func (c *ManualClock) handle() *C.holdoff_clock {
-	if c.ptr == nil {
-		closedPanic("ManualClock")
-	}
-	return c.ptr
-}
-
-func (c *ManualClock) keepAlive() { runtime.KeepAlive(c) }
+func (c *ManualClock) ref() *handleRef[*C.holdoff_clock] { return &c.h }
 
 // Set moves the clock to t since its origin. Errors: ErrClockBackwards if t is earlier than
 // the clock shows (it does not move); ErrInvalidInput for a negative t.
 func (c *ManualClock) Set(t time.Duration) error {
-	if err := c.alive(); err != nil {
-		return err
-	}
 	ns, ok := nanos(t)
 	if !ok {
 		return inputErr("to", "must not be negative")
 	}
-	defer runtime.KeepAlive(c)
-	return errOf(C.holdoff_clock_set(c.handle(), ns))
+	h, err := c.h.acquire()
+	if err != nil {
+		return err
+	}
+	defer c.h.release()
+	return errOf(C.holdoff_clock_set(h, ns))
 }
 
 // Advance moves the clock forward by d (saturating). Errors: ErrInvalidInput for a negative d.
 func (c *ManualClock) Advance(d time.Duration) error {
-	if err := c.alive(); err != nil {
-		return err
-	}
 	ns, ok := nanos(d)
 	if !ok {
 		return inputErr("by", "must not be negative")
 	}
-	defer runtime.KeepAlive(c)
-	return errOf(C.holdoff_clock_advance(c.handle(), ns))
+	h, err := c.h.acquire()
+	if err != nil {
+		return err
+	}
+	defer c.h.release()
+	return errOf(C.holdoff_clock_advance(h, ns))
 }
 
 // Now is the clock's time since its origin.
 func (c *ManualClock) Now() time.Duration {
 	var ns C.uint64_t
-	C.holdoff_clock_now(c.handle(), &ns)
-	runtime.KeepAlive(c)
+	C.holdoff_clock_now(c.h.mustAcquire(), &ns)
+	c.h.release()
 	return dur(ns)
 }
 
 // WallNow is the wall time that corresponds to Now.
 func (c *ManualClock) WallNow() time.Time {
 	var ns C.uint64_t
-	C.holdoff_clock_wall_now(c.handle(), &ns)
-	runtime.KeepAlive(c)
+	C.holdoff_clock_wall_now(c.h.mustAcquire(), &ns)
+	c.h.release()
 	return time.Unix(0, int64(dur(ns))).UTC()
 }
 
 // Close releases the clock's handle; objects built with it keep using it.
 func (c *ManualClock) Close() error {
-	if c.ptr != nil {
-		c.cleanup.Stop()
-		C.holdoff_clock_free(c.ptr)
-		c.ptr = nil
-	}
+	c.h.close()
 	return nil
 }
 
@@ -179,11 +141,13 @@ func withClock(opts []Option, f func(*C.holdoff_clock) error) error {
 		opt(&o)
 	}
 	if o.clock != nil {
-		if err := o.clock.alive(); err != nil {
+		r := o.clock.ref()
+		h, err := r.acquire()
+		if err != nil {
 			return err
 		}
-		defer o.clock.keepAlive()
-		return f(o.clock.handle())
+		defer r.release()
+		return f(h)
 	}
 	var p *C.holdoff_clock
 	if st := C.holdoff_clock_new_system(&p); st != C.HOLDOFF_STATUS_OK {

@@ -251,9 +251,10 @@ func parseSpec(spec map[string]any) (*Config, error) {
 // suite and of `holdoff simulate` scenarios: durations in milliseconds, every part and field
 // optional), parsed and validated by the core.
 type Config struct {
-	ptr     *C.holdoff_config
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_config]
 }
+
+func freeConfig(p *C.holdoff_config) { C.holdoff_config_free(p) }
 
 // ConfigPart is a bit of Config.Parts.
 type ConfigPart uint32
@@ -278,54 +279,37 @@ func ParseConfig(text []byte) (*Config, error) {
 	}); err != nil {
 		return nil, err
 	}
-	c := &Config{ptr: p}
-	c.cleanup = runtime.AddCleanup(c, func(p *C.holdoff_config) { C.holdoff_config_free(p) }, p)
+	c := &Config{}
+	c.h.init(p, "Config", freeConfig)
+	c.h.cleanup = runtime.AddCleanup(c, freeConfig, p)
 	return c, nil
-}
-
-// alive is nil, or an error matching ErrClosed once Close has run.
-func (c *Config) alive() error {
-	if c.ptr == nil {
-		return closedErr("Config")
-	}
-	return nil
-}
-
-func (c *Config) handle() *C.holdoff_config {
-	if c.ptr == nil {
-		closedPanic("Config")
-	}
-	return c.ptr
 }
 
 // Close releases the configuration; objects built from it do not need it.
 func (c *Config) Close() error {
-	if c.ptr != nil {
-		c.cleanup.Stop()
-		C.holdoff_config_free(c.ptr)
-		c.ptr = nil
-	}
+	c.h.close()
 	return nil
 }
 
 // Parts says which parts the configuration has.
 func (c *Config) Parts() ConfigPart {
 	var parts C.uint32_t
-	C.holdoff_config_parts(c.handle(), &parts)
-	runtime.KeepAlive(c)
+	C.holdoff_config_parts(c.h.mustAcquire(), &parts)
+	c.h.release()
 	return ConfigPart(parts)
 }
 
 // NewBreaker builds a closed breaker from the configuration's breaker part (defaults if absent).
 func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
-	if err := c.alive(); err != nil {
+	h, err := c.h.acquire()
+	if err != nil {
 		return nil, err
 	}
+	defer c.h.release()
 	var p *C.holdoff_breaker
-	err := withClock(opts, func(clock *C.holdoff_clock) error {
-		return detailed(func() C.holdoff_status { return C.holdoff_config_new_breaker(c.handle(), clock, &p) })
+	err = withClock(opts, func(clock *C.holdoff_clock) error {
+		return detailed(func() C.holdoff_status { return C.holdoff_config_new_breaker(h, clock, &p) })
 	})
-	runtime.KeepAlive(c)
 	if err != nil {
 		return nil, err
 	}
@@ -334,14 +318,15 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 
 // NewBreakerGroup builds a breaker group whose template is the breaker part.
 func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
-	if err := c.alive(); err != nil {
+	h, err := c.h.acquire()
+	if err != nil {
 		return nil, err
 	}
+	defer c.h.release()
 	var p *C.holdoff_group
-	err := withClock(opts, func(clock *C.holdoff_clock) error {
-		return detailed(func() C.holdoff_status { return C.holdoff_config_new_group(c.handle(), clock, &p) })
+	err = withClock(opts, func(clock *C.holdoff_clock) error {
+		return detailed(func() C.holdoff_status { return C.holdoff_config_new_group(h, clock, &p) })
 	})
-	runtime.KeepAlive(c)
 	if err != nil {
 		return nil, err
 	}
@@ -350,14 +335,15 @@ func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
 
 // NewRetryBudget builds a retry budget from the budget part (defaults if absent).
 func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
-	if err := c.alive(); err != nil {
+	h, err := c.h.acquire()
+	if err != nil {
 		return nil, err
 	}
+	defer c.h.release()
 	var p *C.holdoff_budget
-	err := withClock(opts, func(clock *C.holdoff_clock) error {
-		return detailed(func() C.holdoff_status { return C.holdoff_config_new_budget(c.handle(), clock, &p) })
+	err = withClock(opts, func(clock *C.holdoff_clock) error {
+		return detailed(func() C.holdoff_status { return C.holdoff_config_new_budget(h, clock, &p) })
 	})
-	runtime.KeepAlive(c)
 	if err != nil {
 		return nil, err
 	}
@@ -366,12 +352,13 @@ func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
 
 // NewRetryQuota builds a full retry quota from the quota part (defaults if absent).
 func (c *Config) NewRetryQuota() (*RetryQuota, error) {
-	if err := c.alive(); err != nil {
+	h, err := c.h.acquire()
+	if err != nil {
 		return nil, err
 	}
+	defer c.h.release()
 	var p *C.holdoff_quota
-	err := detailed(func() C.holdoff_status { return C.holdoff_config_new_quota(c.handle(), &p) })
-	runtime.KeepAlive(c)
+	err = detailed(func() C.holdoff_status { return C.holdoff_config_new_quota(h, &p) })
 	if err != nil {
 		return nil, err
 	}
@@ -380,12 +367,13 @@ func (c *Config) NewRetryQuota() (*RetryQuota, error) {
 
 // NewClassifier builds the classifier part (the default classifier if absent).
 func (c *Config) NewClassifier() (*Classifier, error) {
-	if err := c.alive(); err != nil {
+	h, err := c.h.acquire()
+	if err != nil {
 		return nil, err
 	}
+	defer c.h.release()
 	var p *C.holdoff_classifier
-	err := detailed(func() C.holdoff_status { return C.holdoff_config_new_classifier(c.handle(), &p) })
-	runtime.KeepAlive(c)
+	err = detailed(func() C.holdoff_status { return C.holdoff_config_new_classifier(h, &p) })
 	if err != nil {
 		return nil, err
 	}

@@ -10,10 +10,13 @@
 // Every object (Breaker, BreakerGroup, RetryBudget, RetryQuota, Classifier, Policy, clocks,
 // Config) is safe for concurrent use by many goroutines. Each holds a handle of the C library:
 // Close it when done (the handle is also released by a cleanup when the object becomes
-// unreachable, but not promptly). Close must not run concurrently with other methods of the
-// same object. Using an object after Close returns an error matching ErrClosed from methods
-// that return an error; methods without an error result (Snapshot, ForceOpen, Acquire, Now,
-// Policy.Before, ...) panic instead, as that is a programming error they cannot report.
+// unreachable, but not promptly). Close is idempotent and may run concurrently with other
+// methods of the same object: calls already in the C library finish on the live handle (which
+// is freed when the last of them returns), later calls see the object closed. Using an object
+// after Close returns an error matching ErrClosed from methods that return an error; methods
+// without an error result (Snapshot, ForceOpen, Acquire, Now, Policy.Before, ...) panic with
+// it instead, as that is a programming error they cannot report. The C library is never
+// handed a freed handle.
 package holdoff
 
 /*
@@ -31,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -143,7 +147,80 @@ func detailed(f func() C.holdoff_status) error {
 	}
 }
 
-func closedPanic(what string) { panic(closedErr(what)) }
+// handleRef owns the C handle of one Go object. Every call holds a use of it while the C
+// library works on the handle; Close marks it closed and drops the owner's use, and whichever
+// finishes last (Close, or the last call in flight) frees the handle, as .NET's SafeHandle
+// does. So Close may race with calls on other goroutines: a call either completes on the live
+// handle or returns ErrClosed, and the C library never sees a freed handle. Cost: two atomic
+// adds per call.
+type handleRef[P any] struct {
+	ptr     P // set once before the object is shared; never cleared (see state)
+	what    string
+	free    func(P)
+	state   atomic.Int64 // uses<<1 | closed bit; the owner counts as one use until Close
+	freed   atomic.Bool
+	cleanup runtime.Cleanup
+}
+
+// init takes ownership of p; the caller registers the cleanup (runtime.AddCleanup needs the
+// object's own type).
+func (h *handleRef[P]) init(p P, what string, free func(P)) {
+	h.ptr, h.what, h.free = p, what, free
+	h.state.Store(2)
+}
+
+// acquire starts a use of the handle, or fails with ErrClosed after Close. Pair it with release.
+func (h *handleRef[P]) acquire() (P, error) {
+	if h.state.Add(2)&1 != 0 {
+		h.release()
+		var none P
+		return none, closedErr(h.what)
+	}
+	return h.ptr, nil
+}
+
+// mustAcquire is acquire for methods without an error result: use after Close is a
+// programming error they cannot report, so they panic with ErrClosed.
+func (h *handleRef[P]) mustAcquire() P {
+	p, err := h.acquire()
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+func (h *handleRef[P]) release() {
+	// 1: closed and no use left. The CAS makes the free happen once even when a late acquire
+	// (which fails and releases) also sees 1.
+	if h.state.Add(-2) == 1 && h.freed.CompareAndSwap(false, true) {
+		h.free(h.ptr)
+	}
+}
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (h *handleRef[P]) alive() error {
+	if h.state.Load()&1 != 0 {
+		return closedErr(h.what)
+	}
+	return nil
+}
+
+// close marks the handle closed (later acquires fail) and frees it now, or when the last call
+// in flight ends. Only the first close does anything; it reports whether it was the first.
+func (h *handleRef[P]) close() bool {
+	for {
+		s := h.state.Load()
+		if s&1 != 0 {
+			return false
+		}
+		if h.state.CompareAndSwap(s, s|1) {
+			break
+		}
+	}
+	h.cleanup.Stop()
+	h.release()
+	return true
+}
 
 func closedErr(what string) error {
 	return fmt.Errorf("holdoff: use of a closed %s: %w", what, ErrClosed)

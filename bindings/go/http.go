@@ -140,13 +140,15 @@ func classificationOf(c *C.holdoff_classification) Classification {
 // Classifier turns an HTTP response into an Outcome: 1xx-3xx success; 429/503 with a usable
 // hint retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; the rest answers.
 type Classifier struct {
-	ptr     *C.holdoff_classifier
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_classifier]
 }
 
+func freeClassifier(p *C.holdoff_classifier) { C.holdoff_classifier_free(p) }
+
 func wrapClassifier(p *C.holdoff_classifier) *Classifier {
-	c := &Classifier{ptr: p}
-	c.cleanup = runtime.AddCleanup(c, func(p *C.holdoff_classifier) { C.holdoff_classifier_free(p) }, p)
+	c := &Classifier{}
+	c.h.init(p, "Classifier", freeClassifier)
+	c.h.cleanup = runtime.AddCleanup(c, freeClassifier, p)
 	return c
 }
 
@@ -161,27 +163,11 @@ func NewClassifier(cfg ClassifierConfig) (*Classifier, error) {
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
-func (c *Classifier) alive() error {
-	if c.ptr == nil {
-		return closedErr("Classifier")
-	}
-	return nil
-}
-
-func (c *Classifier) handle() *C.holdoff_classifier {
-	if c.ptr == nil {
-		closedPanic("Classifier")
-	}
-	return c.ptr
-}
+func (c *Classifier) alive() error { return c.h.alive() }
 
 // Close releases the classifier's handle.
 func (c *Classifier) Close() error {
-	if c.ptr != nil {
-		c.cleanup.Stop()
-		C.holdoff_classifier_free(c.ptr)
-		c.ptr = nil
-	}
+	c.h.close()
 	return nil
 }
 
@@ -195,14 +181,15 @@ func cStatus(status int) C.uint32_t {
 // Classify classifies a response; now is the wall time for HTTP-dates. Errors:
 // ErrInvalidInput for a status outside 100..599.
 func (c *Classifier) Classify(status int, headers []Header, now time.Time) (Classification, error) {
-	if err := c.alive(); err != nil {
+	h, err := c.h.acquire()
+	if err != nil {
 		return Classification{}, err
 	}
+	defer c.h.release()
 	arr, n, free := cHeaders(headers)
 	defer free()
 	var out C.holdoff_classification
-	st := C.holdoff_classifier_classify(c.handle(), cStatus(status), arr, n, unixNanos(now), &out)
-	runtime.KeepAlive(c)
+	st := C.holdoff_classifier_classify(h, cStatus(status), arr, n, unixNanos(now), &out)
 	if st != C.HOLDOFF_STATUS_OK {
 		return Classification{}, errOf(st)
 	}

@@ -117,8 +117,7 @@ type Before struct {
 
 // Policy composes one upstream's breaker, retry budget, optional quota and classifier.
 type Policy struct {
-	ptr     *C.holdoff_policy
-	cleanup runtime.Cleanup
+	h       handleRef[*C.holdoff_policy]
 	parts   []io.Closer
 	breaker *Breaker
 	sleep   func(context.Context, time.Duration) error
@@ -144,48 +143,51 @@ func sleepTimer(ctx context.Context, d time.Duration) error {
 	}
 }
 
+func freePolicy(p *C.holdoff_policy)          { C.holdoff_policy_free(p) }
+func freePolicyCall(p *C.holdoff_policy_call) { C.holdoff_policy_call_free(p) }
+
 func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, opts []Option) (*Policy, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := errors.Join(b.alive(), budget.alive()); err != nil {
-		return nil, err
-	}
-	if q != nil {
-		if err := q.alive(); err != nil {
-			return nil, err
-		}
-	}
-	if cls != nil {
-		if err := cls.alive(); err != nil {
-			return nil, err
-		}
-	}
-	var qp *C.holdoff_quota
-	if q != nil {
-		qp = q.handle()
-	}
-	var cp *C.holdoff_classifier
-	if cls != nil {
-		cp = cls.handle()
-	}
-	var p *C.holdoff_policy
-	err := detailed(func() C.holdoff_status {
-		return C.holdoff_policy_new(b.handle(), budget.handle(), qp, cp, &p)
-	})
-	runtime.KeepAlive(b)
-	runtime.KeepAlive(budget)
-	runtime.KeepAlive(q)
-	runtime.KeepAlive(cls)
+	bh, err := b.h.acquire()
 	if err != nil {
 		return nil, err
 	}
-	pol := &Policy{ptr: p, breaker: b, sleep: o.sleep}
+	defer b.h.release()
+	gh, err := budget.h.acquire()
+	if err != nil {
+		return nil, err
+	}
+	defer budget.h.release()
+	var qp *C.holdoff_quota
+	if q != nil {
+		if qp, err = q.h.acquire(); err != nil {
+			return nil, err
+		}
+		defer q.h.release()
+	}
+	var cp *C.holdoff_classifier
+	if cls != nil {
+		if cp, err = cls.h.acquire(); err != nil {
+			return nil, err
+		}
+		defer cls.h.release()
+	}
+	var p *C.holdoff_policy
+	err = detailed(func() C.holdoff_status {
+		return C.holdoff_policy_new(bh, gh, qp, cp, &p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	pol := &Policy{breaker: b, sleep: o.sleep}
 	if pol.sleep == nil {
 		pol.sleep = sleepTimer
 	}
-	pol.cleanup = runtime.AddCleanup(pol, func(p *C.holdoff_policy) { C.holdoff_policy_free(p) }, p)
+	pol.h.init(p, "Policy", freePolicy)
+	pol.h.cleanup = runtime.AddCleanup(pol, freePolicy, p)
 	return pol, nil
 }
 
@@ -260,39 +262,21 @@ func NewPolicy(cfg PolicyConfig, opts ...Option) (*Policy, error) {
 // NewPolicy built it.
 func (p *Policy) Breaker() *Breaker { return p.breaker }
 
-// alive is nil, or an error matching ErrClosed once Close has run.
-func (p *Policy) alive() error {
-	if p.ptr == nil {
-		return closedErr("Policy")
-	}
-	return nil
-}
-
-func (p *Policy) handle() *C.holdoff_policy {
-	if p.ptr == nil {
-		closedPanic("Policy")
-	}
-	return p.ptr
-}
-
-// Close releases the policy and the parts NewPolicy built.
+// Close releases the policy and the parts NewPolicy built. Safe to call twice and
+// concurrently with other methods (a Do in flight finishes its current step on the live
+// handles and then gives up with ErrClosed).
 func (p *Policy) Close() error {
-	if p.ptr != nil {
-		p.cleanup.Stop()
-		C.holdoff_policy_free(p.ptr)
-		p.ptr = nil
+	if p.h.close() {
 		for _, c := range p.parts {
 			c.Close()
 		}
-		p.parts = nil
 	}
 	return nil
 }
 
 // PolicyCall is the state of one logical call (all its attempts) under a policy.
 type PolicyCall struct {
-	ptr     *C.holdoff_policy_call
-	cleanup runtime.Cleanup
+	h handleRef[*C.holdoff_policy_call]
 }
 
 // NewCall starts a logical call.
@@ -301,41 +285,23 @@ func (p *Policy) NewCall() *PolicyCall {
 	if st := C.holdoff_policy_call_new(&c); st != C.HOLDOFF_STATUS_OK {
 		panic(errOf(st))
 	}
-	call := &PolicyCall{ptr: c}
-	call.cleanup = runtime.AddCleanup(call, func(p *C.holdoff_policy_call) { C.holdoff_policy_call_free(p) }, c)
+	call := &PolicyCall{}
+	call.h.init(c, "PolicyCall", freePolicyCall)
+	call.h.cleanup = runtime.AddCleanup(call, freePolicyCall, c)
 	return call
-}
-
-// alive is nil, or an error matching ErrClosed once Close has run.
-func (c *PolicyCall) alive() error {
-	if c.ptr == nil {
-		return closedErr("PolicyCall")
-	}
-	return nil
-}
-
-func (c *PolicyCall) handle() *C.holdoff_policy_call {
-	if c.ptr == nil {
-		closedPanic("PolicyCall")
-	}
-	return c.ptr
 }
 
 // Attempts is the attempts admitted so far.
 func (c *PolicyCall) Attempts() int {
 	var n C.uint32_t
-	C.holdoff_policy_call_attempts(c.handle(), &n)
-	runtime.KeepAlive(c)
+	C.holdoff_policy_call_attempts(c.h.mustAcquire(), &n)
+	c.h.release()
 	return int(n)
 }
 
 // Close releases the call's handle.
 func (c *PolicyCall) Close() error {
-	if c.ptr != nil {
-		c.cleanup.Stop()
-		C.holdoff_policy_call_free(c.ptr)
-		c.ptr = nil
-	}
+	c.h.close()
 	return nil
 }
 
@@ -343,36 +309,59 @@ func (c *PolicyCall) Close() error {
 // breaker, or stop because it stays open beyond what is left of the budget. A first attempt
 // does not wait for an open breaker.
 func (p *Policy) Before(call *PolicyCall) (Before, *Permit) {
+	h := p.h.mustAcquire()
+	defer p.h.release()
+	b, permit, err := p.before(h, call)
+	if err != nil {
+		panic(err)
+	}
+	return b, permit
+}
+
+// before is Before on a policy handle the caller holds a use of.
+func (p *Policy) before(h *C.holdoff_policy, call *PolicyCall) (Before, *Permit, error) {
+	ch, err := call.h.acquire()
+	if err != nil {
+		return Before{}, nil, err
+	}
+	defer call.h.release()
 	var b C.holdoff_before
 	permit := new(Permit)
-	if st := C.holdoff_policy_before(p.handle(), call.handle(), &b, &permit.c); st != C.HOLDOFF_STATUS_OK {
-		panic(errOf(st))
+	if st := C.holdoff_policy_before(h, ch, &b, &permit.c); st != C.HOLDOFF_STATUS_OK {
+		return Before{}, nil, errOf(st)
 	}
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(call)
 	ra, has := optDur(b.has_retry_after, b.retry_after_ns)
 	out := Before{Action: BeforeAction(b.action), Delay: dur(b.delay_ns), Reason: GiveUpReason(b.reason),
 		RetryAfter: ra, HasRetryAfter: has}
 	if out.Action != Go {
-		return out, nil
+		return out, nil, nil
 	}
-	return out, permit
+	return out, permit, nil
 }
 
 // After records an attempt's outcome and decides: done, retry after a delay (never shorter
 // than the breaker needs), or give up. Errors: ErrForeignPermit, ErrPermitAlreadyRecorded.
 func (p *Policy) After(call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
-	if err := errors.Join(p.alive(), call.alive()); err != nil {
+	h, err := p.h.acquire()
+	if err != nil {
 		return Decision{}, err
 	}
+	defer p.h.release()
+	return p.after(h, call, permit, o)
+}
+
+func (p *Policy) after(h *C.holdoff_policy, call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
 	kind, ns, err := o.c()
 	if err != nil {
 		return Decision{}, err
 	}
+	ch, err := call.h.acquire()
+	if err != nil {
+		return Decision{}, err
+	}
+	defer call.h.release()
 	var d C.holdoff_decision
-	st := C.holdoff_policy_after(p.handle(), call.handle(), &permit.c, kind, ns, &d)
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(call)
+	st := C.holdoff_policy_after(h, ch, &permit.c, kind, ns, &d)
 	if st != C.HOLDOFF_STATUS_OK {
 		return Decision{}, errOf(st)
 	}
@@ -383,16 +372,25 @@ func (p *Policy) After(call *PolicyCall, permit *Permit, o Outcome) (Decision, e
 // decision's one clock reading, then decides. Errors: ErrInvalidInput for a status outside
 // 100..599, ErrForeignPermit, ErrPermitAlreadyRecorded.
 func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
-	if err := errors.Join(p.alive(), call.alive()); err != nil {
+	h, err := p.h.acquire()
+	if err != nil {
 		return Decision{}, Classification{}, err
 	}
+	defer p.h.release()
+	return p.afterResponse(h, call, permit, status, headers)
+}
+
+func (p *Policy) afterResponse(h *C.holdoff_policy, call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
+	ch, err := call.h.acquire()
+	if err != nil {
+		return Decision{}, Classification{}, err
+	}
+	defer call.h.release()
 	arr, n, free := cHeaders(headers)
 	defer free()
 	var d C.holdoff_decision
 	var cl C.holdoff_classification
-	st := C.holdoff_policy_after_response(p.handle(), call.handle(), &permit.c, cStatus(status), arr, n, &d, &cl)
-	runtime.KeepAlive(p)
-	runtime.KeepAlive(call)
+	st := C.holdoff_policy_after_response(h, ch, &permit.c, cStatus(status), arr, n, &d, &cl)
 	if st != C.HOLDOFF_STATUS_OK {
 		return Decision{}, Classification{}, errOf(st)
 	}
@@ -400,8 +398,13 @@ func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, hea
 }
 
 func (p *Policy) refusal(b Before) error {
-	// The state is read again, for the error's information only.
-	s := p.breaker.Snapshot()
+	// The state is read again, for the error's information only (none if the breaker was
+	// closed meanwhile).
+	var s Snapshot
+	if h, err := p.breaker.h.acquire(); err == nil {
+		s, _ = snapshotOf(h)
+		p.breaker.h.release()
+	}
 	return &BreakerOpenError{RetryAfter: b.RetryAfter, HasRetryAfter: b.HasRetryAfter, State: s.State,
 		Episode: s.Episode}
 }
@@ -411,14 +414,23 @@ func (p *Policy) refusal(b Before) error {
 // policy's delay, and sleeps with a timer that ctx cancels. It returns nil on success or a
 // *GiveUpError that wraps the last error (or a *BreakerOpenError when nothing was admitted).
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
-	if err := p.alive(); err != nil {
+	// One use of the policy for the whole call: a Close meanwhile cannot free it mid-step.
+	h, err := p.h.acquire()
+	if err != nil {
 		return err
 	}
+	defer p.h.release()
 	call := p.NewCall()
 	defer call.Close()
 	var last error
 	for {
-		b, permit := p.Before(call)
+		if err := p.h.alive(); err != nil { // closed while waiting: stop retrying
+			return &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
+		}
+		b, permit, err := p.before(h, call)
+		if err != nil {
+			return errors.Join(err, last)
+		}
 		switch b.Action {
 		case Wait:
 			if err := p.sleep(ctx, b.Delay); err != nil {
@@ -432,8 +444,8 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 			}
 			return &GiveUpError{Reason: b.Reason, Attempts: call.Attempts(), Err: err}
 		}
-		err := fn(ctx)
-		d, aerr := p.After(call, permit, OutcomeOf(ctx, err))
+		err = fn(ctx)
+		d, aerr := p.after(h, call, permit, OutcomeOf(ctx, err))
 		if aerr != nil {
 			return errors.Join(err, aerr)
 		}
@@ -456,14 +468,22 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 // returns the final response on success; when it gives up after a response (a 404, a 503
 // beyond the budget) it returns that response too, with a *GiveUpError: close its body.
 func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Response, error)) (*http.Response, error) {
-	if err := p.alive(); err != nil {
+	h, err := p.h.acquire()
+	if err != nil {
 		return nil, err
 	}
+	defer p.h.release()
 	call := p.NewCall()
 	defer call.Close()
 	var last error
 	for {
-		b, permit := p.Before(call)
+		if err := p.h.alive(); err != nil {
+			return nil, &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
+		}
+		b, permit, err := p.before(h, call)
+		if err != nil {
+			return nil, errors.Join(err, last)
+		}
 		switch b.Action {
 		case Wait:
 			if err := p.sleep(ctx, b.Delay); err != nil {
@@ -481,9 +501,9 @@ func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Res
 		var d Decision
 		var aerr error
 		if err != nil || resp == nil {
-			d, aerr = p.After(call, permit, OutcomeOf(ctx, err))
+			d, aerr = p.after(h, call, permit, OutcomeOf(ctx, err))
 		} else {
-			d, _, aerr = p.AfterResponse(call, permit, resp.StatusCode, HeadersOf(resp.Header))
+			d, _, aerr = p.afterResponse(h, call, permit, resp.StatusCode, HeadersOf(resp.Header))
 			if resp.StatusCode >= 400 {
 				err = fmt.Errorf("holdoff: HTTP %s", resp.Status)
 			}

@@ -10,6 +10,12 @@
 //! returns `HOLDOFF_STATUS_INVALID_HANDLE` instead of reading freed memory; a double free is
 //! ignored instead of corrupting the heap. The registry costs a lock per call, so release
 //! builds skip it.
+//!
+//! An address is only a safe key while the allocator does not hand it out again: a handle
+//! freed and then a new object of the same type at the same address would make the stale
+//! handle look alive (the common "free, create, use the old pointer" bug). Debug builds
+//! therefore hold on to the references of the last [`QUARANTINE`] freed handles (the objects
+//! stay allocated, unreachable from C) so that their addresses cannot be reused meanwhile.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -34,11 +40,35 @@ pub(crate) enum Kind {
     PolicyCall,
 }
 
+/// How many freed objects debug builds keep allocated so their addresses are not reused.
+#[cfg(debug_assertions)]
+pub(crate) const QUARANTINE: usize = 4096;
+
 #[cfg(debug_assertions)]
 mod registry {
     use super::Kind;
-    use std::collections::HashMap;
+    use std::any::Any;
+    use std::collections::{HashMap, VecDeque};
     use std::sync::Mutex;
+
+    type Held = Box<dyn Any + Send>;
+    static QUARANTINED: Mutex<VecDeque<Held>> = Mutex::new(VecDeque::new());
+
+    /// Keeps a freed handle's last reference (hence its memory) until [`super::QUARANTINE`]
+    /// later frees push it out.
+    pub(super) fn quarantine(reference: Held) {
+        let evicted = {
+            let mut q = QUARANTINED.lock().unwrap_or_else(|e| e.into_inner());
+            q.push_back(reference);
+            if q.len() > super::QUARANTINE {
+                q.pop_front()
+            } else {
+                None
+            }
+        };
+        // Dropped outside the lock: an object's drop may release other objects.
+        drop(evicted);
+    }
 
     // Address -> (kind, handles outstanding at that address). A group hands out the same
     // `Arc<Breaker>` (hence the same address) more than once.
@@ -83,7 +113,7 @@ mod registry {
 
 /// An opaque C type standing for an `Arc<Self::Target>`.
 pub(crate) trait Handle: Sized {
-    type Target: Send + Sync;
+    type Target: Send + Sync + 'static;
     #[cfg_attr(not(debug_assertions), allow(dead_code))]
     const KIND: Kind;
     /// The parameter name used in NULL and invalid-handle errors.
@@ -151,9 +181,13 @@ pub(crate) trait Handle: Sized {
         }
         LIVE.fetch_sub(1, Ordering::Relaxed);
         // SAFETY: by the caller's contract `ptr` is a live handle made by `into_ptr` from an
-        // `Arc<Target>` whose reference it owns; rebuilding the Arc and dropping it releases
-        // exactly that reference, once.
-        drop(unsafe { Arc::from_raw(ptr as *const Self::Target) });
+        // `Arc<Target>` whose reference it owns; rebuilding the Arc takes back exactly that
+        // reference, once (the registry refused a second free above in debug builds).
+        let reference = unsafe { Arc::from_raw(ptr as *const Self::Target) };
+        #[cfg(debug_assertions)]
+        registry::quarantine(Box::new(reference));
+        #[cfg(not(debug_assertions))]
+        drop(reference);
         holdoff_status::Ok
     }
 }

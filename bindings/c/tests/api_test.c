@@ -366,10 +366,164 @@ static void test_panic_and_freed_handles(void) {
     holdoff_clock_free(clock);
 }
 
+/* The reported detail of a detected use after free: the status, and a message naming the kind. */
+#define CHECK_FREED(expr, kind)                                                    \
+    do {                                                                           \
+        CHECK_STATUS(expr, HOLDOFF_STATUS_INVALID_HANDLE);                         \
+        CHECK(strstr(holdoff_last_error_message(), "this " kind " handle was freed") != NULL); \
+    } while (0)
+
+/*
+ * Every kind of handle, freed and then used again, and freed twice: debug builds detect both
+ * from the registry of live handles, before reading the freed memory (so this also runs under
+ * ASan and valgrind, which would report any read of it). Permits and quota leases are caller-owned
+ * values, not handles: reusing one is PERMIT_ALREADY_RECORDED (tested above), and a permit
+ * recorded through a freed breaker handle is refused by the handle check.
+ */
+static void test_use_after_free_every_kind(void) {
+    if (!holdoff_debug_checks_handles()) return; /* release build: use after free is UB */
+    uint64_t t;
+    uint32_t u32;
+    size_t n;
+    holdoff_permit p;
+    holdoff_snapshot snap;
+    holdoff_decision d;
+    holdoff_classification cl;
+    holdoff_before before;
+    holdoff_quota_lease lease;
+
+    holdoff_clock *clock = manual();
+    holdoff_clock *dead_clock = manual();
+    holdoff_clock_free(dead_clock);
+    CHECK_FREED(holdoff_clock_now(dead_clock, &t), "Clock");
+    CHECK_FREED(holdoff_clock_advance(dead_clock, 1), "Clock");
+    CHECK_FREED(holdoff_clock_free(dead_clock), "Clock");
+    holdoff_breaker *b0 = NULL;
+    holdoff_breaker_options bo;
+    holdoff_breaker_options_init(&bo);
+    CHECK_FREED(holdoff_breaker_new(&bo, dead_clock, &b0), "Clock");
+    CHECK(b0 == NULL);
+
+    holdoff_breaker *b = breaker(clock);
+    CHECK_STATUS(holdoff_breaker_allow(b, &p, NULL), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(b);
+    CHECK_FREED(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), "Breaker");
+    CHECK(p.recorded == 0);
+    CHECK_FREED(holdoff_breaker_snapshot(b, &snap), "Breaker");
+    CHECK_FREED(holdoff_breaker_reset(b), "Breaker");
+    CHECK_FREED(holdoff_breaker_free(b), "Breaker");
+
+    holdoff_group *g = NULL;
+    CHECK_STATUS(holdoff_group_new(&bo, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_breaker *gb = NULL;
+    CHECK_STATUS(holdoff_group_get(g, "k", 1, &gb), HOLDOFF_STATUS_OK);
+    holdoff_group_free(g);
+    CHECK_FREED(holdoff_group_len(g, &n), "Group");
+    CHECK_FREED(holdoff_group_get(g, "k", 1, &gb), "Group");
+    CHECK_FREED(holdoff_group_free(g), "Group");
+    CHECK_STATUS(holdoff_breaker_allow(gb, &p, NULL), HOLDOFF_STATUS_OK); /* keeps its breaker */
+    holdoff_breaker_free(gb);
+
+    holdoff_budget_options bgo;
+    holdoff_budget_options_init(&bgo);
+    holdoff_budget *budget = NULL;
+    holdoff_retry_state *rs = NULL;
+    CHECK_STATUS(holdoff_budget_new(&bgo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_state_new(&rs), HOLDOFF_STATUS_OK);
+    holdoff_retry_state_free(rs);
+    CHECK_FREED(holdoff_budget_decide(budget, rs, HOLDOFF_OUTCOME_FAILURE, 0, &d), "RetryState");
+    CHECK_FREED(holdoff_retry_state_retries(rs, &u32), "RetryState");
+    CHECK_FREED(holdoff_retry_state_free(rs), "RetryState");
+    holdoff_budget_free(budget);
+    CHECK_STATUS(holdoff_retry_state_new(&rs), HOLDOFF_STATUS_OK);
+    CHECK_FREED(holdoff_budget_decide(budget, rs, HOLDOFF_OUTCOME_FAILURE, 0, &d), "Budget");
+    CHECK_FREED(holdoff_budget_free(budget), "Budget");
+    holdoff_retry_state_free(rs);
+
+    holdoff_quota_options qo;
+    holdoff_quota_options_init(&qo);
+    holdoff_quota *q = NULL;
+    CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_acquire(q, 0, &lease), HOLDOFF_STATUS_OK);
+    holdoff_quota_free(q);
+    CHECK_FREED(holdoff_quota_on_success(q, &lease), "Quota");
+    CHECK(lease.returned == 0);
+    CHECK_FREED(holdoff_quota_acquire(q, 0, &lease), "Quota");
+    CHECK_FREED(holdoff_quota_available(q, &t), "Quota");
+    CHECK_FREED(holdoff_quota_free(q), "Quota");
+
+    holdoff_classifier_options co;
+    holdoff_classifier_options_init(&co);
+    holdoff_classifier *cls = NULL;
+    CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_OK);
+    holdoff_classifier_free(cls);
+    CHECK_FREED(holdoff_classifier_classify(cls, 200, NULL, 0, 0, &cl), "Classifier");
+    CHECK_FREED(holdoff_classifier_free(cls), "Classifier");
+
+    const char *json = "{\"breaker\": {}}";
+    holdoff_config *cfg = NULL;
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_OK);
+    holdoff_config_free(cfg);
+    CHECK_FREED(holdoff_config_parts(cfg, &u32), "Config");
+    CHECK_FREED(holdoff_config_new_breaker(cfg, clock, &b0), "Config");
+    CHECK_FREED(holdoff_config_free(cfg), "Config");
+
+    /* A policy, its call state, and the parts it was built from. */
+    b = breaker(clock);
+    CHECK_STATUS(holdoff_budget_new(&bgo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(b);
+    holdoff_policy *policy = NULL;
+    CHECK_FREED(holdoff_policy_new(b, budget, q, NULL, &policy), "Breaker");
+    CHECK(policy == NULL);
+    b = breaker(clock);
+    holdoff_quota_free(q);
+    CHECK_FREED(holdoff_policy_new(b, budget, q, NULL, &policy), "Quota");
+    CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(b);
+    holdoff_budget_free(budget);
+    holdoff_policy_call *call = NULL;
+    CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_before(policy, call, &before, &p), HOLDOFF_STATUS_OK);
+    holdoff_policy_call_free(call);
+    CHECK_FREED(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "PolicyCall");
+    CHECK_FREED(holdoff_policy_call_attempts(call, &u32), "PolicyCall");
+    CHECK_FREED(holdoff_policy_call_free(call), "PolicyCall");
+    CHECK(p.recorded == 0);
+    CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
+    holdoff_policy_free(policy);
+    CHECK_FREED(holdoff_policy_before(policy, call, &before, &p), "Policy");
+    CHECK_FREED(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "Policy");
+    CHECK_FREED(holdoff_policy_free(policy), "Policy");
+    holdoff_policy_call_free(call);
+
+    /* Freed, then a new object of the same type: the stale handle must not reach the new one
+     * (debug builds keep freed addresses out of reuse for a while). */
+    b = breaker(clock);
+    holdoff_breaker_free(b);
+    holdoff_breaker *fresh = breaker(clock);
+    CHECK(fresh != b);
+    CHECK_FREED(holdoff_breaker_force_open(b), "Breaker");
+    CHECK_STATUS(holdoff_breaker_snapshot(fresh, &snap), HOLDOFF_STATUS_OK);
+    CHECK(snap.state == HOLDOFF_STATE_CLOSED);
+    holdoff_breaker_free(fresh);
+
+    /* A live handle passed as another type is refused too, naming both kinds. */
+    holdoff_quota *q2 = NULL;
+    CHECK_STATUS(holdoff_quota_new(&qo, &q2), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_reset((holdoff_breaker *)(void *)q2), HOLDOFF_STATUS_INVALID_HANDLE);
+    CHECK(strstr(holdoff_last_error_message(), "a Quota handle was passed where a Breaker handle is expected") != NULL);
+    CHECK_STATUS(holdoff_policy_free((holdoff_policy *)(void *)q2), HOLDOFF_STATUS_INVALID_HANDLE);
+    holdoff_quota_free(q2);
+    holdoff_clock_free(clock);
+}
+
 /* Threads share one breaker: each thread records its own permits; a permit shared by all
  * threads is recorded exactly once. */
 #define THREADS 8
-#define CALLS 20000
+/* Calls per thread; HOLDOFF_TEST_THREAD_CALLS lowers it where every access is emulated
+ * (run.sh sets it for valgrind, which also runs the threads one at a time). */
+static int CALLS = 20000;
 
 typedef struct {
     holdoff_breaker *b;
@@ -393,6 +547,8 @@ static void *worker(void *arg) {
 }
 
 static void test_threads(void) {
+    const char *env = getenv("HOLDOFF_TEST_THREAD_CALLS");
+    if (env && atoi(env) > 0) CALLS = atoi(env);
     holdoff_clock *clock = manual();
     holdoff_breaker_options o;
     holdoff_breaker_options_init(&o);
@@ -471,6 +627,7 @@ int main(void) {
     test_quota();
     test_group();
     test_panic_and_freed_handles();
+    test_use_after_free_every_kind();
     test_threads();
     CHECK(holdoff_debug_live_handles() == 0);
     printf("%d passed, %d failed\n", passed, failed);
