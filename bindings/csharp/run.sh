@@ -3,7 +3,8 @@
 #
 #   run.sh test         API tests, then the conformance runner
 #   run.sh conformance  the conformance runner only (ends with `N passed, N failed, N skipped`)
-#   run.sh bench        allow+record through P/Invoke (release library)
+#   run.sh bench        holdoff against a lock-based baseline breaker (release library; Polly
+#                       needs NuGet, so it is not measured)
 #
 # Installs Mono from Debian's packages when missing (no NuGet). Builds libholdoff.so with
 # cargo into the shared target dir (incremental).
@@ -60,7 +61,9 @@ case "${1:-test}" in
   bench)
     ensure_mono
     build release
-    mono -O=all "$OUT/ApiTests.exe" bench
+    "${MCS[@]}" -out:"$OUT/Bench.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/Bench.cs"
+    # HOLDOFF_BENCH_OUT=<file>: also append the cross-language benchmark's JSON lines.
+    mono -O=all "$OUT/Bench.exe"
     ;;
   *)
     echo "usage: $0 [test|conformance|bench]" >&2

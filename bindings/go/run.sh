@@ -3,10 +3,11 @@
 #
 #   run.sh test         go vet, then every test (API, conformance subtests, stress) under -race
 #   run.sh conformance  the conformance subtests only (ends with `N passed, N failed, N skipped`)
-#   run.sh bench        holdoff vs sony/gobreaker, same run (release library)
+#   run.sh bench        holdoff vs sony/gobreaker and failsafe-go, same run (release library)
 #
 # Builds libholdoff.a with cargo into the shared target dir (incremental). Go modules come
-# from the Go proxy (sony/gobreaker is the only dependency, for the benchmark).
+# from the Go proxy (sony/gobreaker and failsafe-go, the benchmark's peers, are the only
+# dependencies).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -66,7 +67,12 @@ case "${1:-test}" in
   bench)
     ensure_tools
     use_lib release
-    go test -count=1 -run '^$' -bench . -benchmem ./...
+    # TestBenchRecords prints the summary; with HOLDOFF_BENCH_OUT=<file> it also appends the
+    # cross-language benchmark's JSON lines. (`go test -bench .` still runs the Benchmark
+    # functions for ad-hoc profiling.)
+    mkdir -p "$TARGET/holdoff-go"
+    go test -c -o "$TARGET/holdoff-go/bench.test" .
+    HOLDOFF_BENCH_RUN=1 "$TARGET/holdoff-go/bench.test" -test.count=1 -test.run '^TestBenchRecords$'
     ;;
   *)
     echo "usage: $0 [test|conformance|bench]" >&2
