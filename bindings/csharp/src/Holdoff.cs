@@ -112,13 +112,22 @@ namespace Holdoff
         public State State { get; private set; }
         public uint Episode { get; private set; }
         public BreakerOpenException(TimeSpan? retryAfter, State state, uint episode)
-            : base(retryAfter.HasValue
-                ? string.Format("holdoff: breaker {0}: retry after {1}", Names.Of(state), retryAfter.Value)
-                : string.Format("holdoff: breaker {0}: calls refused until reset", Names.Of(state)))
         {
             RetryAfter = retryAfter;
             State = state;
             Episode = episode;
+        }
+
+        // Formatted when read, not when built: TryAllow hands out a refusal on every call to an
+        // open breaker, and formatting the TimeSpan there cost more than the refusal itself.
+        public override string Message
+        {
+            get
+            {
+                return RetryAfter.HasValue
+                    ? string.Format("holdoff: breaker {0}: retry after {1}", Names.Of(State), RetryAfter.Value)
+                    : string.Format("holdoff: breaker {0}: calls refused until reset", Names.Of(State));
+            }
         }
     }
 

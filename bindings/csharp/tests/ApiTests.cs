@@ -80,6 +80,7 @@ namespace Holdoff.Tests
                 for (int i = 0; i < 5; i++) b.Record(b.Allow(), Outcome.Failure);
                 var open = Throws<BreakerOpenException>(() => b.Allow(), "open breaker refuses");
                 Check(open != null && open.RetryAfter == TimeSpan.FromSeconds(30) && open.State == State.Open, "refusal retry-after");
+                Check(open.Message == "holdoff: breaker open: retry after 00:00:30", "refusal message: " + open.Message);
                 clock.Advance(TimeSpan.FromSeconds(30));
                 var p = b.Allow();
                 Check(p.IsProbe && p.Episode == 1, "probe admitted at exactly 30 s");
@@ -97,6 +98,7 @@ namespace Holdoff.Tests
                 b.ForceOpen();
                 open = Throws<BreakerOpenException>(() => b.Allow(), "forced open");
                 Check(open != null && !open.RetryAfter.HasValue && open.State == State.ForcedOpen, "forced open has no retry time");
+                Check(open.Message == "holdoff: breaker forced_open: calls refused until reset", "forced open message: " + open.Message);
             }
             var d = new Breaker(new BreakerOptions());
             d.Dispose();
