@@ -6,6 +6,8 @@
 #   run.sh conformance  the same build and install, the conformance runner only; its output ends
 #                       with `N passed, N failed, N skipped`
 #   run.sh bench        release build, then holdoff against opossum and cockatiel (not in test)
+#   run.sh leak         the same build and install, the leak loops at full size (a million
+#                       objects; `test` runs them at a tenth of the size)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -52,7 +54,7 @@ scratch() {
 }
 
 case "$cmd" in
-  test | conformance)
+  test | conformance | leak)
     need_node
     npm_deps "$here"
     build
@@ -62,6 +64,8 @@ case "$cmd" in
     export HOLDOFF_CONFORMANCE_DIR="$repo/conformance"
     if [ "$cmd" = conformance ]; then
       node --test --test-reporter=./test/tally-reporter.mjs test/conformance.test.mjs
+    elif [ "$cmd" = leak ]; then
+      HOLDOFF_LEAK=full node --test --test-reporter=./test/tally-reporter.mjs test/leak.test.mjs
     else
       # The scratch project has no @types/node of its own: use the package's dev copy.
       "$here/node_modules/.bin/tsc" -p test/types --typeRoots "$here/node_modules/@types"
@@ -77,7 +81,7 @@ case "$cmd" in
     cd "$here/bench" && node --expose-gc bench.mjs
     ;;
   *)
-    echo "usage: $0 test|conformance|bench" >&2
+    echo "usage: $0 test|conformance|bench|leak" >&2
     exit 2
     ;;
 esac

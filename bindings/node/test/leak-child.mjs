@@ -1,0 +1,93 @@
+// Run by leak.test.mjs as `node --expose-gc test/leak-child.mjs <loop> <scale>`: makes and drops
+// objects in a loop and prints one JSON line, { loop, iterations, before, after } (RSS in bytes
+// after a warm-up of a tenth of the loop and at the end, each after full collections). A child
+// process of its own, so that no other test's garbage or heap growth lands in the measurement.
+//
+// The loop lets the event loop turn every 1000 iterations, as any server does: Node runs the
+// finalizers of native handles (which free the Rust objects) from the event loop, so a loop that
+// never yields holds every dropped object's native memory until it does (about 1 KB a breaker;
+// RSS then stays high because the allocator keeps the freed pages), which is not a leak.
+import * as holdoff from 'holdoff'
+
+const { Breaker, ManualClock, Policy, RetryQuota } = holdoff
+
+if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc')
+
+async function settledRss() {
+  // Finalizers of native handles run after the collection that found them dead, some of them
+  // from the event loop: collect, let the loop turn, and again.
+  for (let k = 0; k < 4; k++) {
+    globalThis.gc()
+    await new Promise(setImmediate)
+  }
+  return process.memoryUsage().rss
+}
+
+const clock = new ManualClock({ wallOriginUnixMs: 1_700_000_000_000 })
+
+const loops = {
+  // One of each per-call object an iteration: a breaker, a permit (recorded), a quota lease
+  // (refunded), a policy call (PolicyCall, permit, decision; every eighth fails once and
+  // retries, with a lease inside the core).
+  calls: {
+    total: 1_000_000,
+    setup() {
+      const quota = new RetryQuota({ capacity: 1000 })
+      const policy = new Policy({ clock, budget: { maxRetries: 1 }, quota: {} })
+      const outcomes = ['success', 'failure', 'timeout', 'cancelled']
+      return (i) => {
+        const b = new Breaker({ clock })
+        b.record(b.allow(), outcomes[i & 3])
+        quota.onSuccess(quota.acquire({ timeout: (i & 1) === 1 }))
+        const call = policy.newCall()
+        const go = policy.before(call)
+        if (i & 7) {
+          policy.after(call, go.permit, 'success')
+        } else {
+          const d = policy.after(call, go.permit, 'failure')
+          if (d.decision !== 'retry') throw new Error(`expected a retry, got ${JSON.stringify(d)}`)
+          policy.after(call, policy.before(call).permit, 'success')
+        }
+        if (quota.available !== 1000) throw new Error('a lease was not refunded')
+      }
+    },
+  },
+  // Whole policies (breaker with a listener, budget, quota, classifier), an HTTP decision and
+  // the events it caused: bigger objects, fewer of them.
+  policies: {
+    total: 100_000,
+    setup() {
+      return () => {
+        const breaker = new Breaker({ trip: { threshold: 1 }, clock })
+        let heard = 0
+        breaker.on('stateChange', () => heard++)
+        const policy = new Policy({ breaker, budget: { clock }, quota: {}, classifier: {} })
+        const call = policy.newCall()
+        const d = policy.afterResponse(call, policy.before(call).permit, 503, { 'retry-after': '2' })
+        if (d.decision !== 'retry' || heard !== 1 || breaker.drainEvents()[0].reason !== 'retry_later') {
+          throw new Error(`unexpected decision ${JSON.stringify(d)}`)
+        }
+      }
+    },
+  },
+}
+
+const name = process.argv[2]
+const loop = loops[name]
+if (loop === undefined) throw new Error(`unknown loop ${name} (${Object.keys(loops)})`)
+const scale = Number(process.argv[3] ?? 1)
+if (!(scale > 0 && scale <= 1)) throw new Error(`bad scale ${process.argv[3]}`)
+const total = Math.round(loop.total * scale)
+const warmup = Math.round(total / 10)
+const step = loop.setup()
+async function run(from, to) {
+  for (let i = from; i < to; i++) {
+    step(i)
+    if (i % 1000 === 999) await new Promise(setImmediate)
+  }
+}
+await run(0, warmup)
+const before = await settledRss()
+await run(warmup, total)
+const after = await settledRss()
+console.log(JSON.stringify({ loop: name, iterations: total - warmup, before, after }))
