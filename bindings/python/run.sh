@@ -4,7 +4,10 @@
 #                       pytest (all tests, conformance included), mypy.stubtest, sdist check
 #   run.sh conformance  reinstall into the venv if needed, run tests/test_conformance.py only;
 #                       ends with the plain line `N passed, N failed, N skipped`
-#   run.sh bench        release build in its own venv with pybreaker and tenacity, benchmarks
+#   run.sh bench        release build in its own venv; holdoff against pybreaker, tenacity,
+#                       purgatory and aiobreaker (HOLDOFF_BENCH_OUT=<file>: JSON-lines records)
+#   run.sh leak         the leak loops of tests/test_leak.py at full size (a million objects);
+#                       `test` runs them at a tenth of the size
 # The cargo build goes to "${CARGO_TARGET_DIR:-<repo>/target}" (shared with the workspace), the
 # venvs live beside it.
 set -euo pipefail
@@ -104,22 +107,51 @@ cmd_conformance() {
     exec "$VENV/bin/python" -m pytest "${PYTEST_FLAGS[@]}" tests/test_conformance.py
 }
 
+# About a minute on a busy 2-core machine: too slow for `test`.
+cmd_leak() {
+    ensure_tools
+    if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import pytest' >/dev/null 2>&1; then
+        new_venv "$VENV"
+        "$VENV/bin/python" -m pip install -q pytest
+    fi
+    install_pkg "$VENV" dev >&2
+    cd "$HERE"
+    HOLDOFF_LEAK=full exec "$VENV/bin/python" -m pytest "${PYTEST_FLAGS[@]}" tests/test_leak.py
+}
+
+# The bench venv is kept while its requirement list is unchanged (the peers are unpinned: the
+# records name the versions measured); the release build is reinstalled every run.
+BENCH_REQS="pytest pytest-benchmark pybreaker tenacity purgatory aiobreaker"
+
 cmd_bench() {
     ensure_tools
-    log "fresh bench venv at $BENCH_VENV"
-    new_venv "$BENCH_VENV"
-    "$BENCH_VENV/bin/python" -m pip install -q pytest pytest-benchmark pybreaker tenacity
+    if [ ! -x "$BENCH_VENV/bin/python" ] || [ "$(cat "$BENCH_VENV/.holdoff-reqs" 2>/dev/null)" != "$BENCH_REQS" ]; then
+        log "fresh bench venv at $BENCH_VENV"
+        new_venv "$BENCH_VENV"
+        # shellcheck disable=SC2086
+        "$BENCH_VENV/bin/python" -m pip install -q $BENCH_REQS
+        echo "$BENCH_REQS" > "$BENCH_VENV/.holdoff-reqs"
+    fi
     install_pkg "$BENCH_VENV" release
     cd "$HERE"
+    local json="$CARGO_TARGET_DIR/py-bench.json" counter="$CARGO_TARGET_DIR/py-alloccount.so" preload=""
     "$BENCH_VENV/bin/python" -m pytest -p no:cacheprovider -q bench/bench_hot_path.py \
-        --benchmark-only --benchmark-json="$CARGO_TARGET_DIR/py-bench.json" \
-        --benchmark-columns=min,median,mean,stddev,ops --benchmark-sort=name
-    "$BENCH_VENV/bin/python" bench/report.py "$CARGO_TARGET_DIR/py-bench.json"
+        --benchmark-only --benchmark-json="$json" \
+        --benchmark-columns=min,median,max,ops --benchmark-sort=name
+    "$BENCH_VENV/bin/python" bench/report.py "$json"
+    # HOLDOFF_BENCH_OUT=<file>: records.py also appends the cross-language benchmark's JSON lines.
+    log "records: timings, then memory and allocations"
+    "$BENCH_VENV/bin/python" bench/records.py timings "$json"
+    if command -v gcc >/dev/null 2>&1 && gcc -shared -fPIC -O2 -o "$counter" bench/alloccount.c; then
+        preload="$counter"
+    fi
+    PYTHONMALLOC=malloc LD_PRELOAD="$preload" "$BENCH_VENV/bin/python" bench/records.py memory
 }
 
 case "${1:-test}" in
     test) cmd_test ;;
     conformance) cmd_conformance ;;
     bench) cmd_bench ;;
-    *) echo "usage: $0 test|conformance|bench" >&2; exit 2 ;;
+    leak) cmd_leak ;;
+    *) echo "usage: $0 test|conformance|bench|leak" >&2; exit 2 ;;
 esac

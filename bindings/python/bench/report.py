@@ -13,14 +13,24 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 ROWS = [
     ("allow+record (closed)", [
         ("holdoff `record(allow(), SUCCESS)`", "test_holdoff_allow_record"),
+        ("pybreaker `with cb.calling()`", "test_pybreaker_calling"),
         ("pybreaker `cb.call(noop)`", "test_pybreaker_call"),
+        ("purgatory `with factory.get_breaker(name)`", "test_purgatory_context"),
         ("two trivial native getters (floor)", "test_two_native_calls"),
         ("empty loop (baseline)", "test_empty_loop"),
+    ]),
+    ("refusal (open)", [
+        ("holdoff `allow()` raising `BreakerOpen`", "test_holdoff_refuse_open"),
+        ("pybreaker `cb.call` raising `CircuitBreakerError`", "test_pybreaker_refuse_open"),
+        ("purgatory `get_breaker` raising `OpenedState`", "test_purgatory_refuse_open"),
+        ("aiobreaker `await cb.call_async` raising", "test_aiobreaker_refuse_open"),
     ]),
     ("decorated trivial function", [
         ("holdoff `@policy`", "test_holdoff_decorated"),
         ("pybreaker `@cb`", "test_pybreaker_decorated"),
         ("tenacity `@retry(stop_after_attempt(3))`", "test_tenacity_decorated"),
+        ("purgatory `@factory(name)`", "test_purgatory_decorated"),
+        ("aiobreaker `await cb.call_async(coro)`", "test_aiobreaker_call_async"),
         ("undecorated call (baseline)", "test_plain_call"),
     ]),
 ]
@@ -48,7 +58,8 @@ def main(path: str) -> None:
         load = ""
     lines = [
         f"Median per operation, CPython {platform.python_version()}, {data['machine_info'].get('cpu', {}).get('brand_raw', platform.machine())}, "
-        f"holdoff release build; pybreaker {version('pybreaker')}, tenacity {version('tenacity')}{load}.",
+        f"holdoff release build; pybreaker {version('pybreaker')}, tenacity {version('tenacity')}, "
+        f"purgatory {version('purgatory')}, aiobreaker {version('aiobreaker')}{load}.",
         "",
         "| operation | implementation | median ns/op | min ns/op | median vs holdoff |",
         "|---|---|---:|---:|---:|",
