@@ -5,10 +5,11 @@ export CARGO_TERM_COLOR ?= never
 # Every binding's run.sh installs what it needs (venv, npm packages, apt packages) itself.
 BINDINGS := python node c go csharp kotlin
 
-.PHONY: test demo conformance lint rust bindings bench $(addprefix test-,$(BINDINGS))
+.PHONY: test demo conformance lint rust loom bindings bench miri $(addprefix test-,$(BINDINGS))
 
-## test: format and lint checks, every Rust test, every binding's tests, then the conformance matrix.
-test: lint rust bindings conformance
+## test: format and lint checks, every Rust test and the loom models, every binding's tests
+## (stress tests, sanitizers and leak loops included), then the conformance matrix.
+test: lint rust loom bindings conformance
 
 lint:
 	cargo fmt --all --check
@@ -24,6 +25,14 @@ rust:
 	cargo test $(RUST_TESTED) --doc
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p holdoff -p holdoff-tokio --all-features
 	timeout 60 cargo run -q -p holdoff-tokio --example local_server --features reqwest
+
+## loom: model-check the core's lock-free paths, every interleaving of 2-3 threads (core/loom.sh).
+loom:
+	bash core/loom.sh
+
+## miri: Miri (nightly, installed by the script) over the core's tests and the C ABI's Rust tests.
+miri:
+	bash core/miri.sh
 
 bindings: $(addprefix test-,$(BINDINGS))
 

@@ -35,13 +35,15 @@
 //! takes a mutex and at most one clock reading.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+// The breaker id counter is a static, so it stays std's under loom (loom atomics are not const).
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backoff::{Backoff, Prng};
 use crate::clock::{Clock, Instant, LazyNow};
 use crate::error::{ConfigError, PermitError};
+use crate::sync::{AtomicBool, AtomicU64, Mutex, MutexGuard};
 use crate::trip::{TripPolicy, TripWindow};
 
 /// How many state changes a breaker keeps for [`Breaker::drain_events`] before dropping the
@@ -272,7 +274,7 @@ impl Permit {
 #[derive(Debug)]
 pub struct PermitSlot {
     raw: RawPermit,
-    taken: std::sync::atomic::AtomicBool,
+    taken: AtomicBool,
 }
 
 impl PermitSlot {
@@ -280,7 +282,7 @@ impl PermitSlot {
     pub fn new(permit: Permit) -> PermitSlot {
         PermitSlot {
             raw: permit.into_raw(),
-            taken: std::sync::atomic::AtomicBool::new(false),
+            taken: AtomicBool::new(false),
         }
     }
 
@@ -1060,8 +1062,17 @@ impl Breaker {
         open_for: Option<Duration>,
     ) {
         // Only the lock holder changes state; the fast path only clears the failure count of a
-        // closed word, which every store here overwrites on purpose.
-        self.word.store(new, Ordering::Release);
+        // closed word, which every store here overwrites on purpose. A swap rather than a plain
+        // store: every write to the word is then a read-modify-write, so the fast path's CAS and
+        // this write are ordered for loom as they are for the hardware (loom models a plain
+        // store racing a CAS as unordered and would report a trip undone by a stale reset: see
+        // tests/loom.rs). Off the fast path, so the cost does not matter.
+        let prev = self.word.swap(new, Ordering::AcqRel);
+        debug_assert_eq!(
+            prev & !(FAIL_MASK << FAIL_SHIFT),
+            old & !(FAIL_MASK << FAIL_SHIFT),
+            "the breaker word changed state under the lock"
+        );
         let ev = StateChange {
             at: t,
             from: State::from_bits(old),
@@ -1177,7 +1188,8 @@ impl Breaker {
     }
 
     /// Calls `listener` after every state change, outside the breaker's lock (so it may call
-    /// back into the breaker without deadlock). `None` removes it.
+    /// back into the breaker without deadlock). `None` removes it. A listener that calls back
+    /// should hold a `Weak` of the breaker: an `Arc` would be a reference cycle, never freed.
     pub fn set_listener(&self, listener: Option<Listener>) {
         self.lock().listener = listener;
     }
@@ -1291,11 +1303,14 @@ mod tests {
         let (b, _) = incident_one();
         let b = Arc::new(b);
         let seen = Arc::new(Mutex::new(Vec::new()));
-        let (b2, seen2) = (Arc::clone(&b), Arc::clone(&seen));
+        // A Weak handle: a listener owning an Arc of its own breaker would be a cycle (Miri
+        // reports it as a leak).
+        let (b2, seen2) = (Arc::downgrade(&b), Arc::clone(&seen));
         b.set_listener(Some(Arc::new(move |ev: &StateChange| {
-            seen2.lock().unwrap().push((ev.to, b2.snapshot().state));
+            let state = b2.upgrade().map(|b| b.snapshot().state);
+            seen2.lock().unwrap().push((ev.to, state));
         })));
         fail(&b, 5);
-        assert_eq!(*seen.lock().unwrap(), vec![(State::Open, State::Open)]);
+        assert_eq!(*seen.lock().unwrap(), vec![(State::Open, Some(State::Open))]);
     }
 }

@@ -17,14 +17,15 @@
 //! The budget (and its episode) is shared by every caller of an upstream; the per-call part
 //! (retries made, first failure) lives in a [`RetryState`] that each logical call owns.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::backoff::{Backoff, Prng};
 use crate::breaker::Outcome;
 use crate::clock::{Clock, Instant, LazyNow};
 use crate::error::ConfigError;
+use crate::sync::{AtomicBool, Mutex};
 
 /// Configuration of a [`RetryBudget`].
 #[derive(Debug, Clone, PartialEq)]

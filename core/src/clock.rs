@@ -10,11 +10,12 @@
 //! origin. Wall time is only needed to turn a Retry-After HTTP-date into a delay; it is derived
 //! from the same monotonic reading ([`Clock::wall_at`]) so that no decision needs a second reading.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::error::ClockError;
+use crate::sync::AtomicU64;
 
 /// A point on a clock's monotonic axis: nanoseconds since that clock's origin.
 ///

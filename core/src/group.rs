@@ -1,11 +1,12 @@
 //! Breakers keyed by upstream (host, registry, provider), made lazily from one template.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use crate::breaker::{Breaker, BreakerConfig};
 use crate::clock::Clock;
 use crate::error::ConfigError;
+use crate::sync::RwLock;
 
 /// A lazily filled map from upstream key to its own [`Breaker`]. `Send + Sync`.
 ///

@@ -52,6 +52,7 @@ pub mod http;
 pub mod policy;
 pub mod quota;
 pub mod retry_after;
+mod sync;
 pub mod trip;
 pub mod units;
 

@@ -8,9 +8,10 @@
 //!
 //! Lock-free (one compare-and-swap per change) and clock-free.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::error::ConfigError;
+use crate::sync::AtomicU64;
 
 /// Configuration of a [`RetryQuota`]. All figures are whole tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -120,8 +120,16 @@ fn longest_wait(cfg: &BreakerConfig) -> Duration {
         .max(cfg.open_interval.max)
 }
 
+// Miri runs a case thousands of times slower (up to a minute): two still check the code it runs.
+const CASES: u32 = if cfg!(miri) { 2 } else { 400 };
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: CASES,
+        // Under Miri, no replay of the saved regressions either (a minute each there).
+        failure_persistence: if cfg!(miri) { None } else { ProptestConfig::default().failure_persistence },
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn breaker_invariants(cfg in config(), ops in proptest::collection::vec(op(), 1..200)) {

@@ -22,4 +22,7 @@ pub mod status;
 pub mod types;
 pub mod version;
 
+#[cfg(test)]
+mod abi_tests;
+
 pub use handle::{holdoff_debug_checks_handles, holdoff_debug_live_handles};

@@ -1,0 +1,198 @@
+//! The C ABI driven from Rust, so that Miri (`core/miri.sh`) can check every raw-pointer read
+//! and write, `Arc` round trip and atomic flag this crate's `unsafe` blocks make: the C runner
+//! exercises the same code, but Miri cannot interpret C.
+
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
+use std::ptr;
+
+use crate::breaker::*;
+use crate::clock::*;
+use crate::status::{holdoff_last_error_message, holdoff_status};
+
+const OUTCOME_SUCCESS: u32 = 0;
+const OUTCOME_FAILURE: u32 = 2;
+const SECOND: u64 = 1_000_000_000;
+
+fn manual_clock() -> *mut holdoff_clock {
+    let mut clock = ptr::null_mut();
+    // SAFETY: `clock` is a valid out-parameter.
+    let st = unsafe { holdoff_clock_new_manual(0, &mut clock) };
+    assert_eq!(st, holdoff_status::Ok);
+    clock
+}
+
+fn breaker(clock: *const holdoff_clock) -> *mut holdoff_breaker {
+    let mut options = MaybeUninit::<holdoff_breaker_options>::uninit();
+    // SAFETY: `options` is valid for a write; init fills every field.
+    let st = unsafe { holdoff_breaker_options_init(options.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: initialised just above.
+    let mut options = unsafe { options.assume_init() };
+    options.trip_threshold = 2;
+    let mut b = ptr::null_mut();
+    // SAFETY: live clock, valid options and out-parameter.
+    let st = unsafe { holdoff_breaker_new(&options, clock, &mut b) };
+    assert_eq!(st, holdoff_status::Ok);
+    b
+}
+
+fn allow(b: *const holdoff_breaker) -> Result<holdoff_permit, holdoff_refusal> {
+    let mut permit = MaybeUninit::<holdoff_permit>::uninit();
+    let mut refusal = MaybeUninit::<holdoff_refusal>::uninit();
+    // SAFETY: live breaker; both out-parameters valid for a write.
+    match unsafe { holdoff_breaker_allow(b, permit.as_mut_ptr(), refusal.as_mut_ptr()) } {
+        // SAFETY: written on success.
+        holdoff_status::Ok => Ok(unsafe { permit.assume_init() }),
+        // SAFETY: written on a refusal.
+        holdoff_status::BreakerOpen => Err(unsafe { refusal.assume_init() }),
+        other => panic!("allow: {other:?}"),
+    }
+}
+
+fn record(b: *const holdoff_breaker, permit: &mut holdoff_permit, outcome: u32) -> holdoff_status {
+    let mut effect = u32::MAX;
+    // SAFETY: live breaker, a permit it issued, a valid out-parameter.
+    unsafe { holdoff_breaker_record(b, permit, outcome, 0, &mut effect) }
+}
+
+fn snapshot(b: *const holdoff_breaker) -> holdoff_snapshot {
+    let mut s = MaybeUninit::<holdoff_snapshot>::uninit();
+    // SAFETY: live breaker, valid out-parameter.
+    let st = unsafe { holdoff_breaker_snapshot(b, s.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: written on success.
+    unsafe { s.assume_init() }
+}
+
+#[test]
+fn trip_probe_and_events_through_the_abi() {
+    let clock = manual_clock();
+    let b = breaker(clock);
+    for _ in 0..2 {
+        let mut p = allow(b).unwrap();
+        assert_eq!(record(b, &mut p, OUTCOME_FAILURE), holdoff_status::Ok);
+        assert_eq!(p.recorded, 1);
+        // The same permit again: refused, nothing counted twice.
+        assert_eq!(
+            record(b, &mut p, OUTCOME_SUCCESS),
+            holdoff_status::PermitAlreadyRecorded
+        );
+    }
+    let refusal = allow(b).unwrap_err();
+    assert_eq!(
+        (refusal.has_retry_after, refusal.retry_after_ns),
+        (1, 30 * SECOND)
+    );
+    assert_eq!(snapshot(b).opens, 1);
+
+    // Drain into a buffer smaller than the queue, then the rest.
+    let mut events = [MaybeUninit::<holdoff_event>::uninit(); 1];
+    let mut len = usize::MAX;
+    // SAFETY: `events` is valid for `capacity` writes; `len` for one.
+    let st = unsafe { holdoff_breaker_drain_events(b, events[0].as_mut_ptr(), 1, &mut len) };
+    assert_eq!((st, len), (holdoff_status::Ok, 1));
+    // SAFETY: the first `len` elements were written.
+    assert_eq!(unsafe { events[0].assume_init_ref() }.at_ns, 0);
+    // SAFETY: a zero capacity allows a NULL buffer.
+    let st = unsafe { holdoff_breaker_drain_events(b, ptr::null_mut(), 0, &mut len) };
+    assert_eq!((st, len), (holdoff_status::Ok, 0));
+
+    // SAFETY: live manual clock.
+    let st = unsafe { holdoff_clock_advance(clock, 30 * SECOND) };
+    assert_eq!(st, holdoff_status::Ok);
+    let mut probe = allow(b).unwrap();
+    assert_eq!(probe.probe, 1);
+    assert_eq!(record(b, &mut probe, OUTCOME_SUCCESS), holdoff_status::Ok);
+
+    // SAFETY: live handles, each freed once; the breaker keeps its own reference to the clock.
+    unsafe {
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
+    }
+}
+
+#[test]
+fn null_parameters_are_refused_with_a_message() {
+    let clock = manual_clock();
+    let b = breaker(clock);
+    // SAFETY: NULL out-parameters are checked before any write.
+    let st = unsafe { holdoff_breaker_allow(b, ptr::null_mut(), ptr::null_mut()) };
+    assert_eq!(st, holdoff_status::NullParameter);
+    // SAFETY: the message is a NUL-terminated string owned by this thread's last error.
+    let msg = unsafe { CStr::from_ptr(holdoff_last_error_message()) };
+    assert!(msg.to_str().unwrap().contains("out_permit"), "{msg:?}");
+    // SAFETY: NULL handles are checked before any read.
+    let st = unsafe { holdoff_breaker_snapshot(ptr::null(), ptr::null_mut()) };
+    assert_eq!(st, holdoff_status::NullParameter);
+    // SAFETY: freeing NULL is a no-op; the others are live handles freed once.
+    unsafe {
+        assert_eq!(holdoff_breaker_free(ptr::null_mut()), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}
+
+/// Debug builds catch a freed handle, a double free and a handle of the wrong type without
+/// touching freed memory: Miri would report any such read.
+#[cfg(debug_assertions)]
+#[test]
+fn stale_and_mistyped_handles_are_caught() {
+    let clock = manual_clock();
+    let b = breaker(clock);
+    // SAFETY: a live handle, freed once.
+    assert_eq!(unsafe { holdoff_breaker_free(b) }, holdoff_status::Ok);
+    let mut s = MaybeUninit::<holdoff_snapshot>::uninit();
+    // SAFETY: the debug registry refuses a freed handle before any use.
+    let st = unsafe { holdoff_breaker_snapshot(b, s.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::InvalidHandle);
+    // SAFETY: as above; a second free is refused.
+    assert_eq!(unsafe { holdoff_breaker_free(b) }, holdoff_status::InvalidHandle);
+    // SAFETY: as above; a clock is not a breaker.
+    let st = unsafe { holdoff_breaker_snapshot(clock.cast(), s.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::InvalidHandle);
+    // SAFETY: a live handle, freed once.
+    assert_eq!(unsafe { holdoff_clock_free(clock) }, holdoff_status::Ok);
+}
+
+/// Two threads record one permit: its `recorded` flag is taken atomically, exactly one wins,
+/// and Miri checks the accesses for data races.
+#[test]
+fn one_permit_recorded_from_two_threads() {
+    struct Shared(*const holdoff_breaker, *mut holdoff_permit);
+    // SAFETY: both pointees are shared between threads by design: the breaker is `Sync` and the
+    // permit's flag is only ever accessed atomically by the library.
+    unsafe impl Sync for Shared {}
+
+    let clock = manual_clock();
+    let b = breaker(clock);
+    let mut permit = allow(b).unwrap();
+    let shared = Shared(b, &mut permit);
+    let wins: u32 = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = &shared;
+                s.spawn(move || {
+                    let mut effect = 0;
+                    // SAFETY: live breaker, a permit it issued that outlives the scope.
+                    let st = unsafe {
+                        holdoff_breaker_record(shared.0, shared.1, OUTCOME_FAILURE, 0, &mut effect)
+                    };
+                    match st {
+                        holdoff_status::Ok => 1,
+                        holdoff_status::PermitAlreadyRecorded => 0,
+                        other => panic!("record: {other:?}"),
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(wins, 1);
+    assert_eq!(snapshot(b).failures, 1);
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}

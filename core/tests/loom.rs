@@ -1,0 +1,611 @@
+//! Model checks of the breaker's, quota's and budget's concurrent paths with loom: every
+//! interleaving (up to `LOOM_MAX_PREEMPTIONS`, 2 by default here) of two or three threads
+//! admitting, recording and cancelling around a trip and around a half-open probe.
+//!
+//! Compiled only under `--cfg loom`, where `core/src/sync.rs` swaps std's atomics and locks for
+//! loom's. Run with `core/loom.sh`. Time moves only through the manual clock, advanced by the
+//! main thread between phases (or by a model thread where the clock's move is the race).
+//!
+//! Invariants (DESIGN §3, issue 8): never more probes in flight than `max_probes_in_flight`;
+//! a trip or a re-open is never lost (state, counters and events agree afterwards); never a
+//! close without `recoveries` consecutive current-episode answers; every admitted permit is
+//! recorded or cancelled exactly once and the breaker's counters add up to what the threads saw.
+#![cfg(loom)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use loom::thread;
+
+use holdoff::{
+    Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Decision, Effect, Instant, ManualClock,
+    Outcome, Permit, PermitError, PermitSlot, QuotaConfig, Reason, RetryBudget, RetryQuota, RetryState,
+    State, TripPolicy,
+};
+
+const INTERVAL: Duration = Duration::from_secs(60);
+
+/// Runs `f` under every interleaving loom explores, with a preemption bound of 2 unless
+/// `LOOM_MAX_PREEMPTIONS` says otherwise (unbounded runs of three threads take minutes).
+fn model<F: Fn() + Sync + Send + 'static>(f: F) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+fn breaker(threshold: u32, recoveries: u32, max_probes: u32) -> (Arc<Breaker>, ManualClock) {
+    let clock = ManualClock::new();
+    let cfg = BreakerConfig {
+        trip: TripPolicy::ConsecutiveFailures { threshold },
+        open_interval: Backoff::constant(INTERVAL),
+        recoveries,
+        max_probes_in_flight: max_probes,
+        ..BreakerConfig::default()
+    };
+    (
+        Arc::new(Breaker::new(cfg, Arc::new(clock.clone())).unwrap()),
+        clock,
+    )
+}
+
+/// Trips a closed breaker with `n` sequential failures (its threshold), in the main thread.
+fn trip(b: &Breaker, n: u32) {
+    for _ in 0..n {
+        let p = b.allow().unwrap();
+        assert_eq!(b.record(p, Outcome::Failure), Ok(Effect::Counted));
+    }
+    assert_eq!(b.snapshot().state, State::Open);
+}
+
+fn reasons(b: &Breaker) -> Vec<Reason> {
+    b.drain_events().iter().map(|e| e.reason).collect()
+}
+
+/// What one thread saw, to check against the breaker's own counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    admitted: u64,
+    probes: u64,
+    refused: u64,
+    counted: u64,
+    stale: u64,
+    ignored: u64,
+}
+
+impl Tally {
+    fn sum(tallies: impl IntoIterator<Item = Tally>) -> Tally {
+        tallies.into_iter().fold(Tally::default(), |a, t| Tally {
+            admitted: a.admitted + t.admitted,
+            probes: a.probes + t.probes,
+            refused: a.refused + t.refused,
+            counted: a.counted + t.counted,
+            stale: a.stale + t.stale,
+            ignored: a.ignored + t.ignored,
+        })
+    }
+
+    fn record(&mut self, b: &Breaker, p: Permit, outcome: Outcome) -> Effect {
+        let effect = b.record(p, outcome).unwrap();
+        match effect {
+            Effect::Counted => self.counted += 1,
+            Effect::Stale => self.stale += 1,
+            Effect::Ignored => self.ignored += 1,
+        }
+        effect
+    }
+}
+
+/// Counts probe permits held by the model's threads. A thread enters after `allow` returned the
+/// probe and leaves before recording it, so this interval lies inside the breaker's own
+/// in-flight interval: a count above the maximum here is a count above it in the breaker.
+#[derive(Clone)]
+struct ProbeGate {
+    held: Arc<AtomicUsize>,
+    max: usize,
+}
+
+impl ProbeGate {
+    fn new(max: u32) -> Self {
+        ProbeGate {
+            held: Arc::new(AtomicUsize::new(0)),
+            max: max as usize,
+        }
+    }
+
+    fn enter(&self) {
+        let n = self.held.fetch_add(1, Ordering::SeqCst) + 1;
+        assert!(n <= self.max, "{n} probes in flight, max {}", self.max);
+    }
+
+    fn leave(&self) {
+        self.held.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// One call: admit, then record `outcome` (or be refused). Returns the effect if admitted.
+fn call(b: &Breaker, gate: &ProbeGate, outcome: Outcome, t: &mut Tally) -> Option<Effect> {
+    match b.allow() {
+        Ok(p) => {
+            let probe = p.is_probe();
+            if probe {
+                t.probes += 1;
+                gate.enter();
+                gate.leave();
+            } else {
+                t.admitted += 1;
+            }
+            let effect = t.record(b, p, outcome);
+            if outcome == Outcome::Cancelled {
+                assert_eq!(effect, Effect::Ignored);
+            }
+            Some(effect)
+        }
+        Err(r) => {
+            assert!(
+                matches!(r.state, State::Open | State::HalfOpen),
+                "refused while {:?}",
+                r.state
+            );
+            assert!(r.retry_after.is_some_and(|d| !d.is_zero()), "refused with {r:?}");
+            t.refused += 1;
+            None
+        }
+    }
+}
+
+/// Spawns one model thread per outcome, each making one call; returns every thread's tally and
+/// effect, in spawn order.
+fn race(b: &Arc<Breaker>, gate: &ProbeGate, outcomes: &[Outcome]) -> Vec<(Tally, Option<Effect>)> {
+    let handles: Vec<_> = outcomes
+        .iter()
+        .map(|&o| {
+            let (b, gate) = (Arc::clone(b), gate.clone());
+            thread::spawn(move || {
+                let mut t = Tally::default();
+                let e = call(&b, &gate, o, &mut t);
+                (t, e)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// The breaker's counters agree with what the model's threads saw (the main thread's setup only
+/// trips, which adds none of these).
+fn counters_add_up(b: &Breaker, t: Tally) {
+    let s = b.snapshot();
+    assert_eq!(s.probes, t.probes, "{s:?} {t:?}");
+    assert_eq!(s.refusals, t.refused, "{s:?} {t:?}");
+    assert_eq!(s.stale_answers, t.stale, "{s:?} {t:?}");
+    // Every permit was recorded or cancelled, so none holds a slot.
+    assert_eq!(s.probes_in_flight, 0, "{s:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Around a trip: the closed fast path (one atomic load to admit, a load or CAS to record a
+// success) racing the locked failure path that trips.
+
+/// A failure that completes the threshold races a success that clears the count: either the
+/// success came first (closed, one failure counted) or the trip happened and is visible in the
+/// state, the counters and the events, with the success counted before it, stale or refused.
+#[test]
+fn trip_racing_a_success_is_never_lost() {
+    model(|| {
+        let (b, _clock) = breaker(2, 1, 1);
+        let gate = ProbeGate::new(1);
+        let p = b.allow().unwrap();
+        b.record(p, Outcome::Failure).unwrap();
+        let r = race(&b, &gate, &[Outcome::Failure, Outcome::Success]);
+        let (fail, ok) = (r[0], r[1]);
+        assert_eq!(fail.1, Some(Effect::Counted));
+        let s = b.snapshot();
+        let events = reasons(&b);
+        match s.state {
+            State::Closed => {
+                // The success cleared the count before the failure counted.
+                assert_eq!(
+                    (s.opens, s.failures, s.episode),
+                    (0, 1, 0),
+                    "{s:?} {fail:?} {ok:?}"
+                );
+                assert_eq!(ok.1, Some(Effect::Counted));
+                assert!(events.is_empty(), "{events:?}");
+            }
+            State::Open => {
+                assert_eq!((s.opens, s.episode), (1, 1), "{s:?}");
+                assert_eq!(events, vec![Reason::Tripped]);
+                assert!(
+                    matches!(ok.1, Some(Effect::Counted | Effect::Stale) | None),
+                    "{ok:?}"
+                );
+            }
+            other => panic!("unexpected state {other:?}"),
+        }
+        counters_add_up(&b, Tally::sum([fail.0, ok.0]));
+    });
+}
+
+/// Three failures race against a threshold of two: exactly one trip, exactly two failures
+/// counted, the third stale (admitted before the trip) or refused (after it).
+#[test]
+fn concurrent_failures_trip_exactly_once() {
+    model(|| {
+        let (b, _clock) = breaker(2, 1, 1);
+        let gate = ProbeGate::new(1);
+        let r = race(&b, &gate, &[Outcome::Failure; 3]);
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        let s = b.snapshot();
+        assert_eq!((s.state, s.opens, s.episode), (State::Open, 1, 1), "{s:?}");
+        assert_eq!(reasons(&b), vec![Reason::Tripped]);
+        assert_eq!(t.counted, 2, "{t:?}");
+        assert_eq!(t.stale + t.refused, 1, "{t:?}");
+        counters_add_up(&b, t);
+    });
+}
+
+/// A retry-later racing a failure and a success on the closed path: the breaker ends open with
+/// one trip, whichever reason won, and every answer that landed after it is stale.
+#[test]
+fn retry_later_racing_the_fast_path_opens_once() {
+    model(|| {
+        let (b, _clock) = breaker(1, 1, 1);
+        let gate = ProbeGate::new(1);
+        let r = race(
+            &b,
+            &gate,
+            &[Outcome::RetryLater(Duration::from_secs(5)), Outcome::Failure],
+        );
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        let s = b.snapshot();
+        assert_eq!((s.state, s.opens, s.episode), (State::Open, 1, 1), "{s:?}");
+        let events = reasons(&b);
+        assert!(
+            events == vec![Reason::Tripped] || events == vec![Reason::RetryLater],
+            "{events:?}"
+        );
+        // The first to record opened it; the other was stale (admitted before) or refused.
+        assert_eq!(t.counted, 1, "{t:?}");
+        assert_eq!(t.stale + t.refused, 1, "{t:?}");
+        counters_add_up(&b, t);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Around a half-open probe: every admission while open takes the lock; what matters is that the
+// window, the in-flight list and the episode stay consistent whatever the order.
+
+/// Two callers race for the one probe of an interval: exactly one gets it, the other is refused,
+/// and one success does not close a breaker that needs two.
+#[test]
+fn one_probe_per_interval() {
+    model(|| {
+        let (b, clock) = breaker(2, 2, 1);
+        trip(&b, 2);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let gate = ProbeGate::new(1);
+        let r = race(&b, &gate, &[Outcome::Success, Outcome::Success]);
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        assert_eq!((t.probes, t.refused, t.counted), (1, 1, 1), "{t:?}");
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.recoveries, s.closes),
+            (State::HalfOpen, 1, 0),
+            "{s:?}"
+        );
+        assert_eq!(reasons(&b), vec![Reason::Tripped, Reason::ProbeAdmitted]);
+        counters_add_up(&b, t);
+    });
+}
+
+/// Three callers, two probe slots, three answers needed: two probes, one refusal, no close.
+#[test]
+fn probes_never_exceed_the_maximum() {
+    model(|| {
+        let (b, clock) = breaker(2, 3, 2);
+        trip(&b, 2);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let gate = ProbeGate::new(2);
+        let r = race(&b, &gate, &[Outcome::Success; 3]);
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        assert_eq!((t.probes, t.refused, t.counted), (2, 1, 2), "{t:?}");
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.recoveries, s.closes),
+            (State::HalfOpen, 2, 0),
+            "{s:?}"
+        );
+        counters_add_up(&b, t);
+    });
+}
+
+/// A cancelled probe frees its slot and gives its window back: the other caller may then take
+/// the probe. Never two in flight; after both, a fresh caller is admitted exactly when no
+/// probe was answered (the window is still the cancelled one's).
+#[test]
+fn cancelled_probe_gives_its_window_back() {
+    model(|| {
+        let (b, clock) = breaker(2, 2, 1);
+        trip(&b, 2);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let gate = ProbeGate::new(1);
+        let r = race(&b, &gate, &[Outcome::Cancelled, Outcome::Success]);
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        assert_eq!(t.probes + t.refused, 2, "{t:?}");
+        assert!(t.counted <= 1 && t.ignored <= 1, "{t:?}");
+        // A refusal only while the other's probe held the slot and window.
+        assert_eq!(t.probes, 1 + t.ignored * t.counted, "{t:?}");
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.recoveries, s.closes),
+            (State::HalfOpen, t.counted as u32, 0)
+        );
+        counters_add_up(&b, t);
+        let fresh = b.allow();
+        assert_eq!(fresh.is_ok(), t.counted == 0, "{fresh:?} after {t:?}");
+        if let Ok(p) = fresh {
+            b.record(p, Outcome::Cancelled).unwrap();
+        }
+    });
+}
+
+/// A probe failure racing a sibling probe's success: the failure always re-opens (never a
+/// close: two answers are needed and one failed), with a new window, whatever the order.
+#[test]
+fn failure_during_half_open_reopens() {
+    model(|| {
+        let (b, clock) = breaker(2, 2, 2);
+        trip(&b, 2);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let gate = ProbeGate::new(2);
+        let r = race(&b, &gate, &[Outcome::Success, Outcome::Failure]);
+        let (ok, fail) = (r[0], r[1]);
+        // The failing caller always gets a probe: the success cannot close or re-arm the
+        // two-probe window on its own.
+        assert_eq!((fail.0.probes, fail.1), (1, Some(Effect::Counted)), "{fail:?}");
+        let t = Tally::sum([ok.0, fail.0]);
+        let s = b.snapshot();
+        assert_eq!((s.state, s.closes), (State::Open, 0), "{s:?}");
+        // A sibling probe answered after the re-open still counts (it is current), never more.
+        assert!(s.recoveries <= 1, "{s:?}");
+        assert_eq!(
+            reasons(&b),
+            vec![Reason::Tripped, Reason::ProbeAdmitted, Reason::ProbeFailed]
+        );
+        // The re-open re-armed the window: nobody is admitted before the next interval.
+        assert_eq!(s.retry_after, Some(INTERVAL), "{s:?}");
+        counters_add_up(&b, t);
+    });
+}
+
+/// The probe becomes due while a caller asks: it is admitted at the new time or refused with
+/// the full wait measured from the old one, never anything in between (one clock reading).
+#[test]
+fn probe_due_while_the_clock_moves() {
+    model(|| {
+        let (b, clock) = breaker(1, 1, 1);
+        trip(&b, 1);
+        let c = clock.clone();
+        let mover = thread::spawn(move || {
+            c.advance(INTERVAL);
+        });
+        let b2 = Arc::clone(&b);
+        let caller = thread::spawn(move || match b2.allow() {
+            Ok(p) => {
+                assert!(p.is_probe());
+                b2.record(p, Outcome::Success).unwrap()
+            }
+            Err(r) => {
+                assert_eq!(r.retry_after, Some(INTERVAL), "{r:?}");
+                Effect::Ignored
+            }
+        });
+        mover.join().unwrap();
+        let effect = caller.join().unwrap();
+        let s = b.snapshot();
+        if effect == Effect::Counted {
+            assert_eq!((s.state, s.closes), (State::Closed, 1), "{s:?}");
+        } else {
+            assert_eq!(
+                (s.state, s.refusals, s.probe_ready),
+                (State::Open, 1, true),
+                "{s:?}"
+            );
+        }
+    });
+}
+
+/// Closing needs `recoveries` consecutive current-episode answers, one per interval. In the
+/// first interval a probe success races a stale failure (a call admitted before the trip),
+/// which discards recovery progress; the second interval's success closes exactly when the
+/// first success survived.
+#[test]
+fn close_needs_the_current_episodes_answers() {
+    model(|| {
+        let (b, clock) = breaker(2, 2, 1);
+        let old = b.allow().unwrap();
+        trip(&b, 2);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let gate = ProbeGate::new(1);
+        let b1 = Arc::clone(&b);
+        let stale = thread::spawn(move || b1.record(old, Outcome::Failure).unwrap());
+        let r = race(&b, &gate, &[Outcome::Success]);
+        assert_eq!(stale.join().unwrap(), Effect::Stale);
+        assert_eq!((r[0].0.probes, r[0].1), (1, Some(Effect::Counted)));
+        let first = b.snapshot();
+        assert_eq!((first.state, first.closes), (State::HalfOpen, 0), "{first:?}");
+        assert!(first.recoveries <= 1, "{first:?}");
+
+        clock.set(Instant::from_millis(120_000)).unwrap();
+        let r = race(&b, &gate, &[Outcome::Success, Outcome::Success]);
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        // One probe; the other caller is refused, or admitted as a plain call once it closed.
+        assert_eq!((t.probes, t.refused + t.admitted), (1, 1), "{t:?}");
+        assert_eq!(t.counted, 1 + t.admitted, "{t:?}");
+        if t.admitted == 1 {
+            assert_eq!(first.recoveries, 1, "admitted closed without a close: {t:?}");
+        }
+        let s = b.snapshot();
+        if first.recoveries == 1 {
+            assert_eq!((s.state, s.closes), (State::Closed, 1), "{s:?}");
+            assert_eq!(reasons(&b).last(), Some(&Reason::Recovered));
+        } else {
+            assert_eq!(
+                (s.state, s.closes, s.recoveries),
+                (State::HalfOpen, 0, 1),
+                "{s:?}"
+            );
+        }
+    });
+}
+
+/// A shared permit object recorded from two threads: exactly one takes it.
+#[test]
+fn permit_slot_is_taken_once() {
+    model(|| {
+        let (b, _clock) = breaker(1, 1, 1);
+        let slot = Arc::new(PermitSlot::new(b.allow().unwrap()));
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let (b, slot) = (Arc::clone(&b), Arc::clone(&slot));
+                thread::spawn(move || match slot.take(&b) {
+                    Ok(p) => {
+                        b.record(p, Outcome::Failure).unwrap();
+                        true
+                    }
+                    Err(e) => {
+                        assert_eq!(e, PermitError::AlreadyRecorded);
+                        false
+                    }
+                })
+            })
+            .collect();
+        let taken: Vec<bool> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(taken.iter().filter(|&&t| t).count(), 1);
+        assert_eq!(b.snapshot().opens, 1);
+    });
+}
+
+/// Two threads asking a group for the same new key get the same breaker.
+#[test]
+fn group_creates_one_breaker_per_key() {
+    model(|| {
+        let group =
+            Arc::new(BreakerGroup::new(BreakerConfig::default(), Arc::new(ManualClock::new())).unwrap());
+        let handles: Vec<_> = (0..2)
+            .map(|_| {
+                let g = Arc::clone(&group);
+                thread::spawn(move || g.get("api"))
+            })
+            .collect();
+        let got: Vec<Arc<Breaker>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert!(Arc::ptr_eq(&got[0], &got[1]));
+        assert_eq!(group.len(), 1);
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quota and budget.
+
+/// Three retries race for a 10-token bucket (5, 10 after a timeout, 5), each refunding on
+/// success: what the threads hold never exceeds the bucket, and it ends full.
+#[test]
+fn quota_acquire_and_refund_balance() {
+    model(|| {
+        let q = Arc::new(
+            RetryQuota::new(QuotaConfig {
+                capacity: 10,
+                retry_cost: 5,
+                timeout_cost: 10,
+                success_refill: 1,
+            })
+            .unwrap(),
+        );
+        let held = Arc::new(AtomicU64::new(0));
+        let handles: Vec<_> = [false, true, false]
+            .into_iter()
+            .map(|after_timeout| {
+                let (q, held) = (Arc::clone(&q), Arc::clone(&held));
+                thread::spawn(move || match q.acquire(after_timeout) {
+                    Ok(lease) => {
+                        let now = held.fetch_add(lease.cost, Ordering::SeqCst) + lease.cost;
+                        assert!(now <= 10, "{now} tokens held from a bucket of 10");
+                        held.fetch_sub(lease.cost, Ordering::SeqCst);
+                        q.on_success(Some(lease));
+                        lease.cost
+                    }
+                    Err(e) => {
+                        assert!(e.available < e.cost, "{e:?}");
+                        0
+                    }
+                })
+            })
+            .collect();
+        let spent: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert!(spent >= 5, "the first acquire always succeeds");
+        assert_eq!(q.available(), 10);
+    });
+}
+
+/// Refills racing a lease's refund never overfill the bucket.
+#[test]
+fn quota_refill_never_overfills() {
+    model(|| {
+        let q = Arc::new(
+            RetryQuota::new(QuotaConfig {
+                capacity: 10,
+                retry_cost: 5,
+                timeout_cost: 10,
+                success_refill: 3,
+            })
+            .unwrap(),
+        );
+        let lease = q.acquire(false).unwrap();
+        let q1 = Arc::clone(&q);
+        let refund = thread::spawn(move || q1.on_success(Some(lease)));
+        let q2 = Arc::clone(&q);
+        let refill = thread::spawn(move || {
+            q2.on_success(None);
+            assert!(q2.available() <= 10);
+        });
+        refund.join().unwrap();
+        refill.join().unwrap();
+        assert_eq!(q.available(), 10);
+    });
+}
+
+/// The budget's lock-free "no episode" flag: a success racing the start (and the end) of a
+/// rate-limit episode never leaves an episode that a later success cannot end.
+#[test]
+fn budget_episode_flag_follows_the_episode() {
+    model(|| {
+        let clock = ManualClock::new();
+        let budget = Arc::new(RetryBudget::new(BudgetConfig::default(), Arc::new(clock)).unwrap());
+        let outcomes = [
+            Outcome::RetryLater(Duration::from_secs(1)),
+            Outcome::Success,
+            Outcome::Failure,
+        ];
+        let handles: Vec<_> = outcomes
+            .into_iter()
+            .map(|o| {
+                let budget = Arc::clone(&budget);
+                thread::spawn(move || budget.decide(&mut RetryState::new(), o))
+            })
+            .collect();
+        let decisions: Vec<Decision> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(decisions[1], Decision::Done);
+        assert!(
+            matches!(decisions[0], Decision::Retry { .. }),
+            "{:?}",
+            decisions[0]
+        );
+        assert_eq!(
+            budget.decide(&mut RetryState::new(), Outcome::Success),
+            Decision::Done
+        );
+        assert_eq!(budget.episode_start(), None);
+    });
+}
