@@ -971,6 +971,10 @@ impl Breaker {
                     }
                     Outcome::RetryLater(d) if !d.is_zero() => {
                         inner.recoveries = 0;
+                        // The ramp is over: probes still in flight beside this one belong to
+                        // it, so their answers are stale (DESIGN §3: any failure discards the
+                        // count), as gobreaker's generation makes them.
+                        inner.probes.clear();
                         let wait = d.min(self.config.max_retry_later);
                         inner.interval = wait;
                         Self::new_window(inner, t.saturating_add(wait));
@@ -978,6 +982,7 @@ impl Breaker {
                     }
                     _ => {
                         inner.recoveries = 0;
+                        inner.probes.clear();
                         let step = inner.step;
                         inner.interval = self.config.open_interval.interval(step, &mut inner.rng);
                         inner.step = step.saturating_add(1);
