@@ -47,8 +47,7 @@ conformance:
 demo:
 	@bash cli/demo.sh
 
-## bench: the core's and the simulator's benchmarks, then each binding's (informational).
+## bench: the cross-language benchmark (bench/run): one release build, then Rust, Python, Node,
+## Go, C and C# against their peers; writes bench/results/ and the README's Performance table.
 bench:
-	cargo bench -p holdoff --bench hot_path
-	cargo bench -p holdoff-cli
-	@for b in $(BINDINGS); do bash bindings/$$b/run.sh bench || exit 1; done
+	@bash bench/run
