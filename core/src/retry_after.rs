@@ -307,10 +307,13 @@ where
         let r = match delta_seconds(trim_ows(v)) {
             Some(RetryAfter::Delay(epoch)) => {
                 let at = UNIX_EPOCH.checked_add(epoch).unwrap_or(UNIX_EPOCH);
+                // The same ceiling as delta-seconds: a wall clock before 1970 would otherwise
+                // push the delay past it.
                 RetryAfter::Delay(
                     at.duration_since(wall_now)
                         .map(ceil_millis)
-                        .unwrap_or(Duration::ZERO),
+                        .unwrap_or(Duration::ZERO)
+                        .min(Duration::from_secs(MAX_SECONDS)),
                 )
             }
             Some(u) => u,
@@ -358,5 +361,15 @@ mod tests {
         assert_eq!(u("120, 120"), RetryAfter::Delay(Duration::from_secs(120)));
         assert_eq!(u("1."), RetryAfter::Unusable(Unusable::Malformed));
         assert_eq!(u("²"), RetryAfter::Unusable(Unusable::Malformed));
+    }
+
+    #[test]
+    fn x_ratelimit_reset_saturates_with_a_wall_clock_before_1970() {
+        // Found by fuzz/regressions/retry_after/x_ratelimit_reset_before_1970_above_saturation:
+        // a saturated epoch minus a wall time before 1970 came out past MAX_SECONDS.
+        let before_1970 = UNIX_EPOCH - Duration::from_millis(1);
+        let (hint, source) = hint_from_headers([("X-RateLimit-Reset", "9999999999")], before_1970);
+        assert_eq!(source, HintSource::XRateLimitReset);
+        assert_eq!(hint, RetryAfter::Delay(Duration::from_secs(MAX_SECONDS)));
     }
 }
