@@ -5,7 +5,7 @@ export CARGO_TERM_COLOR ?= never
 # Every binding's run.sh installs what it needs (venv, npm packages, apt packages) itself.
 BINDINGS := python node c go csharp kotlin
 
-.PHONY: test demo conformance lint rust loom bindings bench miri leak $(addprefix test-,$(BINDINGS))
+.PHONY: test demo conformance lint rust loom bindings bench miri leak fuzz $(addprefix test-,$(BINDINGS))
 
 ## test: format and lint checks, every Rust test and the loom models, every binding's tests
 ## (stress tests, sanitizers and leak loops included), then the conformance matrix.
@@ -33,6 +33,11 @@ loom:
 ## miri: Miri (nightly, installed by the script) over the core's tests and the C ABI's Rust tests.
 miri:
 	bash core/miri.sh
+
+## fuzz: every cargo-fuzz target for FUZZ_SECONDS (default 60) each, saved crashes replayed first
+## (nightly and cargo-fuzz installed by the script; not part of make test).
+fuzz:
+	bash fuzz/run.sh
 
 ## leak: the Python and Node leak loops at full size, a million objects each with flat memory
 ## (make test runs them at a tenth of the size).

@@ -55,11 +55,24 @@ impl CliError {
         self
     }
 
-    /// Sets the field.
+    /// Sets the field. Control characters are escaped (`\n`): a field may echo a key or a
+    /// column name from the input, and the error must stay on one line.
     pub fn field(mut self, field: impl Into<String>) -> Self {
-        let f = field.into();
+        let f: String = field.into();
         if !f.is_empty() {
-            self.field = Some(f);
+            self.field = Some(if f.chars().any(char::is_control) {
+                f.chars()
+                    .map(|c| {
+                        if c.is_control() {
+                            c.escape_default().to_string()
+                        } else {
+                            c.to_string()
+                        }
+                    })
+                    .collect()
+            } else {
+                f
+            });
         }
         self
     }

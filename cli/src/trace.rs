@@ -49,7 +49,7 @@ enum Inner {
     },
     Lines {
         rdr: BufReader<File>,
-        buf: String,
+        buf: Vec<u8>,
         format: LineFormat,
     },
 }
@@ -167,7 +167,7 @@ impl TraceReader {
             }
             f => Inner::Lines {
                 rdr: BufReader::with_capacity(1 << 16, file),
-                buf: String::with_capacity(256),
+                buf: Vec::with_capacity(256),
                 format: match f {
                     TraceFormat::Jsonl => LineFormat::Jsonl,
                     TraceFormat::Common => LineFormat::Log(access_log_parser::LogType::CommonLog, "common"),
@@ -310,20 +310,23 @@ impl TraceReader {
             }
             Inner::Lines { rdr, buf, format } => {
                 let format = *format;
-                loop {
+                // Bytes, not read_line: a line that is not UTF-8 is one bad line (skippable with
+                // --skip-malformed, as in CSV), not the end of the trace.
+                let line = loop {
                     buf.clear();
                     let n = rdr
-                        .read_line(buf)
+                        .read_until(b'\n', buf)
                         .map_err(|e| CliError::in_file(&self.path, e.to_string()).line(self.line + 1))?;
                     if n == 0 {
                         return Ok(None);
                     }
                     self.line += 1;
-                    if !buf.trim().is_empty() {
-                        break;
+                    match std::str::from_utf8(buf) {
+                        Err(_) => return Ok(Some(Err(Bad(None, "not UTF-8 text".to_string())))),
+                        Ok(text) if !text.trim().is_empty() => break text.trim_end_matches(['\n', '\r']),
+                        Ok(_) => {}
                     }
-                }
-                let line = buf.trim_end_matches(['\n', '\r']);
+                };
                 match format {
                     LineFormat::Jsonl => match parse_json_line(line) {
                         Ok(r) => r,

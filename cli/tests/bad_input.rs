@@ -304,3 +304,50 @@ fn usage_errors_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn a_line_that_is_not_utf8_is_one_bad_line_in_line_formats() {
+    // As in CSV, a line that is not UTF-8 is one malformed line, skippable, not the end of the
+    // trace (fuzz/regressions/trace_import/jsonl_invalid_utf8_not_skippable).
+    let d = tempfile::tempdir().unwrap();
+    let mut bytes = b"{\"time\": \"2026-01-01T00:00:00Z\", \"status\": 200}\n".to_vec();
+    bytes.extend_from_slice(b"{\"time\": \"\xff\"}\n");
+    bytes.extend_from_slice(b"{\"time\": \"2026-01-01T00:00:01Z\", \"status\": 200}\n");
+    std::fs::write(d.path().join("t.jsonl"), bytes).unwrap();
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"t.jsonl\"\n",
+    );
+    assert_eq!(sim(d.path(), "t.toml"), "error: t.jsonl:2: not UTF-8 text");
+    let out = common::holdoff()
+        .current_dir(d.path())
+        .args(["simulate", "t.toml", "--skip-malformed", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stderr).unwrap().trim_end(),
+        "warning: t.jsonl:2: not UTF-8 text (line skipped)"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["summary"]["calls"], 2);
+    assert_eq!(v["summary"]["malformed_lines_skipped"], 1);
+}
+
+#[test]
+fn a_field_name_with_a_newline_stays_on_one_line() {
+    // An unknown key is echoed in the error; a newline in it must not break the one-line
+    // promise (fuzz/regressions/config/field_path_with_newline).
+    let d = tempfile::tempdir().unwrap();
+    write(d.path(), "c.json", "{\"budget\": {\"a\\nb\": 1}}");
+    write(d.path(), "t.csv", "t_ms,status\n0,200\n");
+    write(
+        d.path(),
+        "t.toml",
+        "[callers]\nfrom_trace = true\n[upstream.trace]\nfile = \"t.csv\"\n",
+    );
+    let e = common::fails(&["simulate", "t.toml", "--config", "c.json"], d.path());
+    assert!(e.starts_with("error: c.json"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
