@@ -365,8 +365,8 @@ mod tests {
 
     #[test]
     fn x_ratelimit_reset_saturates_with_a_wall_clock_before_1970() {
-        // Found by fuzz/regressions/retry_after/x_ratelimit_reset_before_1970_above_saturation:
-        // a saturated epoch minus a wall time before 1970 came out past MAX_SECONDS.
+        // A saturated epoch minus a wall time before 1970 still stops at MAX_SECONDS
+        // (fuzz/regressions/retry_after/x_ratelimit_reset_before_1970_above_saturation).
         let before_1970 = UNIX_EPOCH - Duration::from_millis(1);
         let (hint, source) = hint_from_headers([("X-RateLimit-Reset", "9999999999")], before_1970);
         assert_eq!(source, HintSource::XRateLimitReset);
