@@ -352,7 +352,8 @@ fn cancelled_probe_gives_its_window_back() {
 }
 
 /// A probe failure racing a sibling probe's success: the failure always re-opens (never a
-/// close: two answers are needed and one failed), with a new window, whatever the order.
+/// close: two answers are needed and one failed), with a new window, whatever the order, and
+/// discards the ramp: the sibling's success counts only if it landed first, and is stale after.
 #[test]
 fn failure_during_half_open_reopens() {
     model(|| {
@@ -368,8 +369,17 @@ fn failure_during_half_open_reopens() {
         let t = Tally::sum([ok.0, fail.0]);
         let s = b.snapshot();
         assert_eq!((s.state, s.closes), (State::Open, 0), "{s:?}");
-        // A sibling probe answered after the re-open still counts (it is current), never more.
-        assert!(s.recoveries <= 1, "{s:?}");
+        // The failure discarded the count, and a sibling answering after it is stale.
+        assert_eq!(s.recoveries, 0, "{s:?}");
+        assert!(
+            matches!(ok.1, None | Some(Effect::Counted) | Some(Effect::Stale)),
+            "{ok:?}"
+        );
+        assert_eq!(
+            s.stale_answers,
+            u64::from(ok.1 == Some(Effect::Stale)),
+            "{s:?} {ok:?}"
+        );
         assert_eq!(
             reasons(&b),
             vec![Reason::Tripped, Reason::ProbeAdmitted, Reason::ProbeFailed]
