@@ -62,7 +62,7 @@ export type Outcome = OutcomeName | { readonly retryLaterMs: number } | Classifi
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-/** A permit misused: recorded twice (`permit_already_recorded`) or on another breaker (`foreign_permit`). */
+/** A permit or quota lease misused: recorded or given back twice (`permit_already_recorded`), or on another breaker or quota (`foreign_permit`). */
 export declare class PermitError extends Error {
   readonly name: 'PermitError'
   readonly code: 'permit_already_recorded' | 'foreign_permit'
@@ -344,7 +344,11 @@ export interface QuotaEmpty {
 export declare class RetryQuota {
   constructor(options?: QuotaOptions)
   acquire(options?: { timeout?: boolean }): QuotaLease | QuotaEmpty
-  /** Refunds `lease`, or adds the success refill; returns the tokens left. */
+  /**
+   * Refunds `lease`, or adds the success refill; returns the tokens left. A lease given back
+   * twice throws `PermitError` (`permit_already_recorded`), one of another quota `PermitError`
+   * (`foreign_permit`).
+   */
   onSuccess(lease?: QuotaLease | null): number
   readonly available: number
 }

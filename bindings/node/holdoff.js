@@ -571,12 +571,17 @@ class RetryBudget {
 
 let quotaHandleOf
 
+// Every lease any quota handed out, so that a lease of another quota (`foreign_permit`) is told
+// apart from an object that was never a lease (`invalid_input`).
+const issuedLeases = new WeakSet()
+
 /** A token bucket shared by every caller of one upstream: retries cost, successes refund. */
 class RetryQuota {
   #h
   // Leases this quota handed out and that were not given back yet: a lease refunds once, and
   // never to another quota (a refund is tokens back in a bucket shared by every caller).
   #leases = new WeakSet()
+  #returned = new WeakSet()
 
   constructor(options) {
     this.#h = native.quotaNew(options)
@@ -599,23 +604,33 @@ class RetryQuota {
       timeout = options.timeout === true
     }
     const lease = native.quotaAcquire(this.#h, timeout)
-    if (lease.acquired) this.#leases.add(lease)
+    if (lease.acquired) {
+      this.#leases.add(lease)
+      issuedLeases.add(lease)
+    }
     return lease
   }
 
-  /** A call succeeded: refunds `lease` (from `acquire`), or adds the success refill. */
+  /**
+   * A call succeeded: refunds `lease` (from `acquire`), or adds the success refill. A lease given
+   * back twice throws `PermitError` (`permit_already_recorded`), one of another quota
+   * `PermitError` (`foreign_permit`), as in Python, C, Go and C#; neither changes the bucket.
+   */
   onSuccess(lease) {
     if (lease === undefined || lease === null) return native.quotaOnSuccess(this.#h, null)
     if (typeof lease !== 'object' || lease.acquired !== true) {
       throw typeError('invalid_input', 'invalid input: lease must be an acquired lease from acquire()', 'lease')
     }
     if (!this.#leases.delete(lease)) {
-      throw rangeError(
-        'invalid_input',
-        'invalid input: this quota lease was already given back, or came from another quota',
-        'lease',
-      )
+      if (this.#returned.has(lease)) {
+        throw new PermitError('permit_already_recorded', 'this quota lease was already given back')
+      }
+      if (issuedLeases.has(lease)) {
+        throw new PermitError('foreign_permit', 'this quota lease was issued by another quota')
+      }
+      throw rangeError('invalid_input', 'invalid input: lease was not handed out by a quota', 'lease')
     }
+    this.#returned.add(lease)
     return native.quotaOnSuccess(this.#h, lease.cost)
   }
 

@@ -380,8 +380,8 @@ describe('RetryBudget and RetryQuota', () => {
     const leases = [small.acquire(), small.acquire(), small.acquire(), small.acquire()]
     assert.equal(small.available, 0)
     assert.equal(small.onSuccess(leases[0]), 5)
-    throwsCode(() => small.onSuccess(leases[0]), RangeError, 'invalid_input', 'lease')
-    throwsCode(() => q.onSuccess(leases[1]), RangeError, 'invalid_input', 'lease')
+    assert.throws(() => small.onSuccess(leases[0]), { name: 'PermitError', code: 'permit_already_recorded' })
+    assert.throws(() => q.onSuccess(leases[1]), { name: 'PermitError', code: 'foreign_permit' })
     assert.equal(small.available, 5)
     assert.equal(q.available, 12)
   })

@@ -59,7 +59,7 @@ export function quotaStep(quota, leases, outcome, t, seq) {
           quota.onSuccess(lease)
           throw new Error('a lease was refunded twice')
         } catch (e) {
-          if (e.code !== 'invalid_input') throw e
+          if (e.code !== 'permit_already_recorded') throw e
           add(t, 'doubleRefund')
         }
       }
