@@ -449,3 +449,88 @@ func TestUseAfterCloseReturnsErrClosed(t *testing.T) {
 		t.Fatalf("Classify: %v", err)
 	}
 }
+
+// expectClosedPanic runs f and fails unless it panics with an error matching ErrClosed.
+func expectClosedPanic(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		t.Helper()
+		if err, ok := recover().(error); !ok || !errors.Is(err, holdoff.ErrClosed) {
+			t.Errorf("%s after Close: expected a panic with ErrClosed, got %v", what, err)
+		}
+	}()
+	f()
+}
+
+// Every BreakerGroup method after Close: the error-returning ones report ErrClosed, Len (no
+// error result) panics with it, Close stays a no-op, and the breakers it handed out are closed.
+func TestBreakerGroupUseAfterClose(t *testing.T) {
+	g := must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
+	a := must(g.Get("a"))
+	if n := g.Len(); n != 1 {
+		t.Fatalf("Len before Close: %d, want 1", n)
+	}
+	if err := g.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := g.Get("a"); !errors.Is(err, holdoff.ErrClosed) {
+		t.Errorf("Get of a known key after Close: %v", err)
+	}
+	if _, err := g.Get("new"); !errors.Is(err, holdoff.ErrClosed) {
+		t.Errorf("Get of a new key after Close: %v", err)
+	}
+	expectClosedPanic(t, "Len", func() { g.Len() })
+	if err := g.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := a.Allow(); !errors.Is(err, holdoff.ErrClosed) {
+		t.Errorf("Allow on a breaker of the closed group: %v", err)
+	}
+}
+
+// A Close between two passes of DrainEvents (the queue holds more events than one pass
+// takes) must not lose the events already taken: the drain holds the handle throughout and
+// returns them all; the handle is freed when it returns.
+func TestDrainEventsSurvivesCloseBetweenPasses(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)))
+	const pairs = 40 // 80 events: more than two passes
+	for i := 0; i < pairs; i++ {
+		b.ForceOpen()
+		b.Reset()
+	}
+	passes := 0
+	restore := holdoff.SetDrainPassHook(func() {
+		passes++
+		if passes == 1 {
+			b.Close()
+		}
+	})
+	defer restore()
+	var evs []holdoff.Event
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("DrainEvents panicked after Close between passes: %v", r)
+			}
+		}()
+		evs = b.DrainEvents()
+	}()
+	if passes == 0 {
+		t.Fatal("the drain took a single pass: the hook never ran")
+	}
+	if len(evs) != 2*pairs {
+		t.Fatalf("drained %d events, want %d", len(evs), 2*pairs)
+	}
+	for i, e := range evs {
+		if want := holdoff.ForcedOpen; i%2 == 1 {
+			if e.To != holdoff.Closed {
+				t.Fatalf("event %d: %+v, want a reset to closed", i, e)
+			}
+		} else if e.To != want {
+			t.Fatalf("event %d: %+v, want forced open", i, e)
+		}
+	}
+	expectClosedPanic(t, "DrainEvents", func() { b.DrainEvents() })
+}

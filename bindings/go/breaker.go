@@ -331,12 +331,15 @@ type Event struct {
 // DrainEvents takes the state changes queued since the last call, in order. Poll it; the C
 // library never calls back (it keeps at most 1024 and counts the dropped in the snapshot).
 func (b *Breaker) DrainEvents() []Event {
+	// One use for the whole drain: a Close between passes must not lose the events already
+	// taken from the queue.
+	h := b.h.mustAcquire()
+	defer b.h.release()
 	var buf [32]C.holdoff_event
 	var out []Event
 	for {
 		var n C.size_t
-		st := C.holdoff_breaker_drain_events(b.h.mustAcquire(), &buf[0], C.size_t(len(buf)), &n)
-		b.h.release()
+		st := C.holdoff_breaker_drain_events(h, &buf[0], C.size_t(len(buf)), &n)
 		if st != C.HOLDOFF_STATUS_OK {
 			panic(errOf(st))
 		}
@@ -349,8 +352,15 @@ func (b *Breaker) DrainEvents() []Event {
 		if int(n) < len(buf) {
 			return out
 		}
+		if testHookDrainPass != nil {
+			testHookDrainPass()
+		}
 	}
 }
+
+// testHookDrainPass, when set by a test, runs between two passes of DrainEvents (to Close the
+// breaker there). Nil outside tests.
+var testHookDrainPass func()
 
 // ForceOpen refuses every call until Reset. Starts a new episode.
 func (b *Breaker) ForceOpen() {
@@ -373,15 +383,18 @@ func (b *Breaker) Reset() {
 // BreakerGroup holds one breaker per upstream key (host, registry, provider), created on
 // first use from one template, each with its own jitter seed.
 type BreakerGroup struct {
-	ptr      *C.holdoff_group
-	cleanup  runtime.Cleanup
+	h handleRef[*C.holdoff_group]
+	// mu orders Get against Close, so that Close closes every breaker Get handed out.
 	mu       sync.Mutex
 	breakers map[string]*Breaker
 }
 
+func freeGroup(p *C.holdoff_group) { C.holdoff_group_free(p) }
+
 func wrapGroup(p *C.holdoff_group) *BreakerGroup {
-	g := &BreakerGroup{ptr: p, breakers: map[string]*Breaker{}}
-	g.cleanup = runtime.AddCleanup(g, func(p *C.holdoff_group) { C.holdoff_group_free(p) }, p)
+	g := &BreakerGroup{breakers: map[string]*Breaker{}}
+	g.h.init(p, "BreakerGroup", freeGroup)
+	g.h.cleanup = runtime.AddCleanup(g, freeGroup, p)
 	return g
 }
 
@@ -402,9 +415,11 @@ func NewBreakerGroup(template BreakerConfig, opts ...Option) (*BreakerGroup, err
 func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.ptr == nil {
-		return nil, closedErr("BreakerGroup")
+	h, err := g.h.acquire()
+	if err != nil {
+		return nil, err
 	}
+	defer g.h.release()
 	if b, ok := g.breakers[key]; ok {
 		return b, nil
 	}
@@ -412,7 +427,7 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	defer C.free(unsafe.Pointer(ckey))
 	var p *C.holdoff_breaker
 	if err := detailed(func() C.holdoff_status {
-		return C.holdoff_group_get(g.ptr, ckey, C.size_t(len(key)), &p)
+		return C.holdoff_group_get(h, ckey, C.size_t(len(key)), &p)
 	}); err != nil {
 		return nil, err
 	}
@@ -421,27 +436,27 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	return b, nil
 }
 
-// Len is the number of breakers in the group.
+// Len is the number of breakers in the group. It panics with ErrClosed after Close.
 func (g *BreakerGroup) Len() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	var n C.size_t
-	C.holdoff_group_len(g.ptr, &n)
+	st := C.holdoff_group_len(g.h.mustAcquire(), &n)
+	g.h.release()
+	if st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
 	return int(n)
 }
 
-// Close releases the group and every breaker Get returned.
+// Close releases the group and every breaker Get returned. Safe to call twice and
+// concurrently with other methods: calls in flight finish on the live handle, later calls
+// return (or panic with) ErrClosed.
 func (g *BreakerGroup) Close() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.h.close()
 	for k, b := range g.breakers {
 		b.Close()
 		delete(g.breakers, k)
-	}
-	if g.ptr != nil {
-		g.cleanup.Stop()
-		C.holdoff_group_free(g.ptr)
-		g.ptr = nil
 	}
 	return nil
 }

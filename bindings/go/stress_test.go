@@ -286,26 +286,29 @@ func TestStressSharedBreakerAndQuota(t *testing.T) {
 	}
 }
 
-// closedOr reports whether err is nil or one of the allowed sentinels.
-func closedOr(err error, allowed ...error) bool {
-	if err == nil || errors.Is(err, holdoff.ErrClosed) {
-		return true
-	}
-	for _, a := range allowed {
-		if errors.Is(err, a) {
-			return true
-		}
-	}
-	return false
-}
+// The objects TestCloseRacesWithUse closes while they are in use.
+const (
+	raceBreaker = iota
+	raceQuota
+	racePolicy
+	raceClock
+	raceObjects
+)
+
+var raceNames = [raceObjects]string{"breaker", "quota", "policy", "clock"}
 
 // Close racing with use, under -race: goroutines keep calling a breaker, a quota, a policy and
 // a manual clock while two goroutines Close each of them at once. Every call either completes
 // on the live handle or reports ErrClosed (methods without an error result panic with it);
 // nothing else, no data race, no use of a freed C handle (the debug C library would report
 // one as an internal error), and every handle is freed in the end (TestMain checks it).
+//
+// The race is exercised in every run, not left to the scheduler: the closers wait until every
+// object has completed `gate` calls on its live handle, and the users go on past `iterations`
+// until every object has reported ErrClosed (at most maxIterations, so a binding that never
+// reports it fails instead of hanging). Both counts are asserted per object.
 func TestCloseRacesWithUse(t *testing.T) {
-	const users, iterations = 6, 300
+	const users, iterations, maxIterations, gate = 6, 300, 20000, 25
 	for round := 0; round < 5; round++ {
 		clock := manualClock(t)
 		b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)))
@@ -318,11 +321,55 @@ func TestCloseRacesWithUse(t *testing.T) {
 				t.Errorf("%s: unexpected %v", what, err)
 			}
 		}
+		// Per object: calls completed on the live handle, and calls that reported ErrClosed.
+		var live, closed [raceObjects]atomic.Int64
+		gateOpen := make(chan struct{}) // closed once every object has `gate` live calls
+		var openGate sync.Once
+		counted := func(obj int) {
+			if live[obj].Add(1) > gate {
+				return
+			}
+			for i := range live {
+				if live[i].Load() < gate {
+					return
+				}
+			}
+			openGate.Do(func() { close(gateOpen) })
+		}
+		allClosed := func() bool {
+			for i := range closed {
+				if closed[i].Load() == 0 {
+					return false
+				}
+			}
+			return true
+		}
+		// result counts err against obj; the allowed errors (a refusal) count as neither.
+		result := func(obj int, what string, err error, allowed ...error) {
+			switch {
+			case err == nil:
+				counted(obj)
+			case errors.Is(err, holdoff.ErrClosed):
+				closed[obj].Add(1)
+			default:
+				for _, a := range allowed {
+					if errors.Is(err, a) {
+						return
+					}
+				}
+				report(what, err)
+			}
+		}
 		// A method without an error result may panic with ErrClosed, and with nothing else.
-		noPanicButClosed := func(what string, f func()) {
+		panicking := func(obj int, what string, f func()) {
 			defer func() {
-				if r := recover(); r != nil {
-					if err, ok := r.(error); !ok || !errors.Is(err, holdoff.ErrClosed) {
+				switch r := recover(); {
+				case r == nil:
+					counted(obj)
+				default:
+					if err, ok := r.(error); ok && errors.Is(err, holdoff.ErrClosed) {
+						closed[obj].Add(1)
+					} else {
 						report(what, fmt.Errorf("panic %v", r))
 					}
 				}
@@ -332,55 +379,54 @@ func TestCloseRacesWithUse(t *testing.T) {
 		var start sync.WaitGroup
 		start.Add(1)
 		runWithDeadline(t, func() {
-			var wg sync.WaitGroup
+			var userWG, closerWG sync.WaitGroup
+			usersDone := make(chan struct{})
 			for u := 0; u < users; u++ {
-				wg.Add(1)
+				userWG.Add(1)
 				go func(u int) {
-					defer wg.Done()
+					defer userWG.Done()
 					start.Wait()
-					for i := 0; i < iterations; i++ {
+					for i := 0; i < maxIterations && (i < iterations || !allClosed()); i++ {
 						switch (u + i) % 6 {
 						case 0:
-							if p, err := b.Allow(); err == nil {
-								if _, err := b.Record(p, holdoff.Success); !closedOr(err) {
-									report("Record", err)
-								}
-							} else if !closedOr(err, holdoff.ErrBreakerOpen) {
-								report("Allow", err)
+							p, err := b.Allow()
+							result(raceBreaker, "Allow", err, holdoff.ErrBreakerOpen)
+							if err == nil {
+								_, err := b.Record(p, holdoff.Success)
+								result(raceBreaker, "Record", err)
 							}
 						case 1:
 							err := b.Do(context.Background(), func(context.Context) error { return nil })
-							if !closedOr(err, holdoff.ErrBreakerOpen) {
-								report("Do", err)
-							}
+							result(raceBreaker, "Do", err, holdoff.ErrBreakerOpen)
 						case 2:
-							noPanicButClosed("Acquire", func() {
-								if l := q.Acquire(false); l.Acquired() {
-									if err := q.OnSuccess(l); !closedOr(err) {
-										report("OnSuccess", err)
-									}
-								}
-							})
+							var l *holdoff.QuotaLease
+							panicking(raceQuota, "Acquire", func() { l = q.Acquire(false) })
+							if l != nil && l.Acquired() {
+								result(raceQuota, "OnSuccess", q.OnSuccess(l))
+							}
 						case 3:
 							err := pol.Do(context.Background(), func(context.Context) error { return nil })
-							if !closedOr(err) {
-								report("Policy.Do", err)
-							}
+							result(racePolicy, "Policy.Do", err)
 						case 4:
-							noPanicButClosed("Snapshot", func() { _ = b.Snapshot(); _ = b.DrainEvents() })
+							panicking(raceBreaker, "Snapshot", func() { _ = b.Snapshot(); _ = b.DrainEvents() })
 						case 5:
-							if err := clock.Advance(time.Millisecond); !closedOr(err) {
-								report("Advance", err)
-							}
+							result(raceClock, "Advance", clock.Advance(time.Millisecond))
 						}
 					}
 				}(u)
 			}
+			go func() {
+				userWG.Wait()
+				close(usersDone)
+			}()
 			for c := 0; c < 2; c++ { // two closers at once: double Close is a no-op
-				wg.Add(1)
+				closerWG.Add(1)
 				go func() {
-					defer wg.Done()
-					start.Wait()
+					defer closerWG.Done()
+					select {
+					case <-gateOpen:
+					case <-usersDone: // the gate never opened: the counts below report it
+					}
 					for _, x := range []interface{ Close() error }{pol, b, q, clock} {
 						if err := x.Close(); err != nil {
 							report("Close", err)
@@ -389,8 +435,21 @@ func TestCloseRacesWithUse(t *testing.T) {
 				}()
 			}
 			start.Done()
-			wg.Wait()
+			userWG.Wait()
+			closerWG.Wait()
 		})
+		for i := range live {
+			l, c := live[i].Load(), closed[i].Load()
+			if l == 0 || c == 0 {
+				t.Errorf("round %d, %s: %d calls on the live handle, %d reported closed: want both > 0",
+					round, raceNames[i], l, c)
+			}
+		}
+		if round == 0 {
+			t.Logf("round 0 (live/closed): breaker %d/%d, quota %d/%d, policy %d/%d, clock %d/%d",
+				live[raceBreaker].Load(), closed[raceBreaker].Load(), live[raceQuota].Load(), closed[raceQuota].Load(),
+				live[racePolicy].Load(), closed[racePolicy].Load(), live[raceClock].Load(), closed[raceClock].Load())
+		}
 		// After Close every method reports it.
 		if _, err := b.Allow(); !errors.Is(err, holdoff.ErrClosed) {
 			t.Errorf("Allow after Close: %v", err)
