@@ -1,7 +1,9 @@
 // Run by leak.test.mjs as `node --expose-gc test/leak-child.mjs <loop> <scale>`: makes and drops
-// objects in a loop and prints one JSON line, { loop, iterations, before, after } (RSS in bytes
-// after a warm-up of a tenth of the loop and at the end, each after full collections). A child
-// process of its own, so that no other test's garbage or heap growth lands in the measurement.
+// objects in a loop and prints one JSON line, { loop, iterations, before, after }, where before
+// and after are { rss, heapUsed } in bytes (process.memoryUsage()) after a warm-up of a tenth of
+// the loop and at the end, each after full collections; iterations counts the measured ones. A
+// child process of its own, so that no other test's garbage or heap growth lands in the
+// measurement.
 //
 // The loop lets the event loop turn every 1000 iterations, as any server does: Node runs the
 // finalizers of native handles (which free the Rust objects) from the event loop, so a loop that
@@ -13,14 +15,15 @@ const { Breaker, ManualClock, Policy, RetryQuota } = holdoff
 
 if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc')
 
-async function settledRss() {
+async function settledUsage() {
   // Finalizers of native handles run after the collection that found them dead, some of them
   // from the event loop: collect, let the loop turn, and again.
   for (let k = 0; k < 4; k++) {
     globalThis.gc()
     await new Promise(setImmediate)
   }
-  return process.memoryUsage().rss
+  const { rss, heapUsed } = process.memoryUsage()
+  return { rss, heapUsed }
 }
 
 const clock = new ManualClock({ wallOriginUnixMs: 1_700_000_000_000 })
@@ -87,7 +90,7 @@ async function run(from, to) {
   }
 }
 await run(0, warmup)
-const before = await settledRss()
+const before = await settledUsage()
 await run(warmup, total)
-const after = await settledRss()
+const after = await settledUsage()
 console.log(JSON.stringify({ loop: name, iterations: total - warmup, before, after }))
