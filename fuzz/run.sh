@@ -38,7 +38,11 @@ if [ "$#" -gt 0 ]; then TARGETS=("$@"); else TARGETS=("${ALL_TARGETS[@]}"); fi
 cd "$ROOT"
 fuzz() { cargo +nightly fuzz "$@"; }
 for t in "${TARGETS[@]}"; do
-    fuzz build --target-dir "$TARGET_DIR" "$t"
+    if ! fuzz build --target-dir "$TARGET_DIR" "$t"; then
+        echo "FAIL fuzz $t: the target does not build"
+        echo "fuzz: 0 passed, ${#TARGETS[@]} failed"
+        exit 1
+    fi
 done
 
 passed=0
@@ -73,7 +77,8 @@ for t in "${TARGETS[@]}"; do
         summary+=("$t: $runs executions")
     else
         tail -60 "$log"
-        echo "FAIL fuzz $t: crash saved under fuzz/artifacts/$t/ (minimise with: cargo +nightly fuzz tmin $t <file>)"
+        # libFuzzer also stops on a timeout or the RSS limit; the log above tells which.
+        echo "FAIL fuzz $t: see $log; a crashing input is saved under fuzz/artifacts/$t/ (minimise with: cargo +nightly fuzz tmin $t <file>)"
         failed=$((failed + 1))
         summary+=("$t: CRASH")
     fi
