@@ -286,6 +286,9 @@ class Permit {
   }
 }
 
+// The core's State codes (repr u8), as refusal codes carry them.
+const STATES = ['closed', 'open', 'half_open', 'forced_open', 'disabled']
+
 function slowPermit(r) {
   return new Permit(r.breaker, r.rawEpisode, r.probeId, r.episode, r.probe)
 }
@@ -384,8 +387,17 @@ class Breaker extends EventEmitter {
     if (this.#listening) this.#flush()
   }
 
+  // `r` from native.breakerAllow: a number >= 0 is a permit's raw episode, a negative number
+  // a refusal code (-1 - (state + 8 * episode), its wait read next), an object a probe.
   #slowAllow(r) {
-    const out = r.admitted ? slowPermit(r) : { admitted: false, retryAfterMs: r.retryAfterMs, state: r.state, episode: r.episode }
+    let out
+    if (typeof r === 'number') {
+      const code = -1 - r
+      const wait = native.breakerRefusalWait(this.#h)
+      out = { admitted: false, retryAfterMs: Number.isNaN(wait) ? null : wait, state: STATES[code % 8], episode: Math.floor(code / 8) }
+    } else {
+      out = slowPermit(r)
+    }
     if (this.#listening) this.#flush()
     return out
   }
@@ -396,14 +408,14 @@ class Breaker extends EventEmitter {
    */
   tryAllow() {
     const r = native.breakerAllow(this.#h)
-    if (typeof r === 'number') return new Permit(this.#id, r, 0, 0, false)
+    if (r >= 0) return new Permit(this.#id, r, 0, 0, false)
     return this.#slowAllow(r)
   }
 
   /** As `tryAllow()`, but a refusal throws `BreakerOpenError`. */
   allow() {
     const r = native.breakerAllow(this.#h)
-    if (typeof r === 'number') return new Permit(this.#id, r, 0, 0, false)
+    if (r >= 0) return new Permit(this.#id, r, 0, 0, false)
     const out = this.#slowAllow(r)
     if (out.admitted) return out
     throw new BreakerOpenError(out.retryAfterMs, out.state, out.episode)

@@ -39,8 +39,10 @@ export declare class ExternalObject<T> {
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
 /**
- * Admission. A permit admitted without a probe returns its raw episode as a number (the hot
- * path: no object is built); a probe or a refusal returns an object.
+ * Admission, answered without building an object on the two frequent paths: a permit
+ * admitted without a probe returns its raw episode (a number >= 0); a refusal returns
+ * `-1 - (state + 8 * episode)`, its wait then read by `breaker_refusal_wait`; a probe
+ * returns an object.
  */
 export declare function breakerAllow(h: ExternalObject<BreakerBox>): number | object
 
@@ -72,6 +74,12 @@ export declare function breakerNew(options: unknown, clock?: ExternalObject<Cloc
  * 2 ignored, -1 foreign permit.
  */
 export declare function breakerRecord(h: ExternalObject<BreakerBox>, breaker: number, episode: number, probe: number, outcomeCode: number, retryLaterMs: number): number
+
+/**
+ * The wait of the refusal `breaker_allow` just returned, in milliseconds; NaN when the
+ * breaker was forced open (no wait is known).
+ */
+export declare function breakerRefusalWait(h: ExternalObject<BreakerBox>): number
 
 /** Back to closed with fresh counts. */
 export declare function breakerReset(h: ExternalObject<BreakerBox>): void

@@ -843,6 +843,7 @@ module.exports.breakerId = nativeBinding.breakerId
 module.exports.breakerListen = nativeBinding.breakerListen
 module.exports.breakerNew = nativeBinding.breakerNew
 module.exports.breakerRecord = nativeBinding.breakerRecord
+module.exports.breakerRefusalWait = nativeBinding.breakerRefusalWait
 module.exports.breakerReset = nativeBinding.breakerReset
 module.exports.breakerSnapshot = nativeBinding.breakerSnapshot
 module.exports.breakerTakeListened = nativeBinding.breakerTakeListened

@@ -16,6 +16,7 @@
 mod err;
 mod opts;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -189,6 +190,10 @@ pub fn clock_wall_now_unix_ms(c: &External<ClockBox>) -> f64 {
 pub struct BreakerBox {
     breaker: Arc<Breaker>,
     listened: Arc<Mutex<Vec<StateChange>>>,
+    /// The last refusal's wait in milliseconds as f64 bits (NaN: none), read right after
+    /// `breaker_allow` returned a refusal code: building a refusal object across N-API cost
+    /// about 2 µs, two numbers cost well under a tenth of that.
+    refusal_wait: AtomicU64,
 }
 
 impl BreakerBox {
@@ -196,6 +201,7 @@ impl BreakerBox {
         BreakerBox {
             breaker,
             listened: Arc::new(Mutex::new(Vec::new())),
+            refusal_wait: AtomicU64::new(f64::NAN.to_bits()),
         }
     }
 }
@@ -235,30 +241,41 @@ fn permit_object<'e>(env: &'e Env, p: Permit, breaker: u32) -> Result<Object<'e>
 
 /// Admission. A permit admitted without a probe returns its raw episode as a number (the hot
 /// path: no object is built); a probe or a refusal returns an object.
+/// How many state codes a refusal code leaves room for (`State` has five).
+const REFUSAL_STATES: f64 = 8.0;
+
 fn admission_result<'e>(
     env: &'e Env,
     h: &BreakerBox,
     r: std::result::Result<Permit, holdoff::Refusal>,
-) -> Result<Either<u32, Object<'e>>> {
+) -> Result<Either<f64, Object<'e>>> {
     match r {
-        Ok(p) if !p.is_probe() => Ok(Either::A(p.into_raw().episode)),
+        Ok(p) if !p.is_probe() => Ok(Either::A(f64::from(p.into_raw().episode))),
         Ok(p) => Ok(Either::B(permit_object(env, p, h.breaker.id())?)),
         Err(r) => {
-            let mut o = Object::new(env)?;
-            o.set("admitted", false)?;
-            set_ms(&mut o, "retryAfterMs", r.retry_after)?;
-            o.set("state", r.state.name())?;
-            o.set("episode", r.episode)?;
-            Ok(Either::B(o))
+            let wait = r.retry_after.map(ms).unwrap_or(f64::NAN);
+            h.refusal_wait.store(wait.to_bits(), Ordering::Relaxed);
+            Ok(Either::A(
+                -1.0 - (f64::from(r.state as u8) + REFUSAL_STATES * f64::from(r.episode)),
+            ))
         }
     }
 }
 
-/// Admission. A permit admitted without a probe returns its raw episode as a number (the hot
-/// path: no object is built); a probe or a refusal returns an object.
+/// Admission, answered without building an object on the two frequent paths: a permit
+/// admitted without a probe returns its raw episode (a number >= 0); a refusal returns
+/// `-1 - (state + 8 * episode)`, its wait then read by `breaker_refusal_wait`; a probe
+/// returns an object.
 #[napi(catch_unwind)]
-pub fn breaker_allow<'e>(env: &'e Env, h: &External<BreakerBox>) -> Result<Either<u32, Object<'e>>> {
+pub fn breaker_allow<'e>(env: &'e Env, h: &External<BreakerBox>) -> Result<Either<f64, Object<'e>>> {
     admission_result(env, h, h.breaker.allow())
+}
+
+/// The wait of the refusal `breaker_allow` just returned, in milliseconds; NaN when the
+/// breaker was forced open (no wait is known).
+#[napi]
+pub fn breaker_refusal_wait(h: &External<BreakerBox>) -> f64 {
+    f64::from_bits(h.refusal_wait.load(Ordering::Relaxed))
 }
 
 const OUTCOME_RETRY_LATER: u32 = 5;
