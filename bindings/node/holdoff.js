@@ -286,8 +286,8 @@ class Permit {
   }
 }
 
-// The core's State codes (repr u8), as refusal codes carry them.
-const STATES = ['closed', 'open', 'half_open', 'forced_open', 'disabled']
+// The core's state names by code, as refusal codes carry them.
+const STATES = native.stateNames()
 
 function slowPermit(r) {
   return new Permit(r.breaker, r.rawEpisode, r.probeId, r.episode, r.probe)

@@ -225,3 +225,6 @@ export declare function retryCallFirstFailureMs(call: ExternalObject<RetryCallBo
 
 /** Retries this call took on the counted path. */
 export declare function retryCallRetries(call: ExternalObject<RetryCallBox>): number
+
+/** The core's state names indexed by their code (`State as u8`), which refusal codes carry. */
+export declare function stateNames(): Array<string>

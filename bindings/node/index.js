@@ -883,3 +883,4 @@ module.exports.quotaOnSuccess = nativeBinding.quotaOnSuccess
 module.exports.retryAfterHint = nativeBinding.retryAfterHint
 module.exports.retryCallFirstFailureMs = nativeBinding.retryCallFirstFailureMs
 module.exports.retryCallRetries = nativeBinding.retryCallRetries
+module.exports.stateNames = nativeBinding.stateNames

@@ -271,6 +271,21 @@ pub fn breaker_allow<'e>(env: &'e Env, h: &External<BreakerBox>) -> Result<Eithe
     admission_result(env, h, h.breaker.allow())
 }
 
+/// The core's state names indexed by their code (`State as u8`), which refusal codes carry.
+#[napi]
+pub fn state_names() -> Vec<&'static str> {
+    use holdoff::State;
+    let mut states = [
+        State::Closed,
+        State::Open,
+        State::HalfOpen,
+        State::ForcedOpen,
+        State::Disabled,
+    ];
+    states.sort_by_key(|s| *s as u8);
+    states.iter().map(|s| s.name()).collect()
+}
+
 /// The wait of the refusal `breaker_allow` just returned, in milliseconds; NaN when the
 /// breaker was forced open (no wait is known).
 #[napi]
