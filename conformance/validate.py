@@ -11,7 +11,7 @@ JSON Schema cannot express:
   `quota_success`);
 * every op has the part of the configuration it needs (a budget for `decide`, a quota for the
   quota ops, `"policy": true` for `before` / `after`, a breaker for breaker ops, `"group": true`
-  for steps that name a `key`).
+  for steps that name a `key` and for `group_snapshot`; `config.group` only in group cases).
 
 Usage: python3 conformance/validate.py [CASES_DIR]
 Prints one line per problem and a one-line summary; exits 1 on any problem.
@@ -45,6 +45,8 @@ def check_case(case: dict, where: str) -> list[str]:
     now = 0
     permits: set[str] = set()
     leases: set[str] = set()
+    if "group" in config and not group:
+        problems.append(f"{where}: config.group is only for group cases")
     for i, step in enumerate(case.get("steps", [])):
         op = step["op"]
         here = f"{where} step {i} ({op})"
@@ -77,6 +79,8 @@ def check_case(case: dict, where: str) -> list[str]:
             problems.append(f"{here}: the case has no budget")
         if op in {"quota_acquire", "quota_success"} and "quota" not in config:
             problems.append(f"{here}: the case has no quota")
+        if op == "group_snapshot" and not group:
+            problems.append(f"{here}: group_snapshot needs \"group\": true")
         if op in {"before", "after"} and not policy:
             problems.append(f"{here}: policy ops need \"policy\": true")
 

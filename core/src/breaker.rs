@@ -25,9 +25,18 @@
 //!   Asymmetric on purpose (incident 1): stale failures are still evidence the upstream fails,
 //!   stale successes prove nothing about now. While closed, only answers to permits admitted
 //!   since the last trip or reset count.
+//! * **The ramp's pace**: the grown backoff (or a provider's delay) decides when the first probe
+//!   after a failure may go; once a probe is answered, the next probe may go the open interval's
+//!   first step after that probe's admission, so the ramp runs at the first step (a long outage
+//!   must not cost minutes of refusals after the upstream is back). A failed ramp probe re-opens
+//!   with the next step of the backoff, which grows only while probes fail.
 //! * **Lost probes**: a probe unanswered after `probe_timeout` (by default the interval in
-//!   force when it was admitted) frees its slot. A cancelled probe frees its slot at once and
-//!   re-opens the window it was admitted in.
+//!   force when it was admitted) is lost at that deadline, whoever observes it: its slot is free,
+//!   and its later answer or cancellation is stale and moves nothing.
+//! * **A probe spends its interval**: a cancelled probe frees its slot at once, but the window
+//!   it was admitted in stays spent. However callers cancel, the upstream sees at most
+//!   `max_probes_in_flight` probes per open interval.
+//! * **Probes belong to their ramp**: once the breaker has closed, a probe's answer is stale.
 //!
 //! # Cost
 //! While closed under [`TripPolicy::ConsecutiveFailures`], [`Breaker::allow`] and recording a
@@ -468,14 +477,6 @@ struct InFlight {
     id: u32,
     admitted: Instant,
     timeout: Duration,
-    // The window before this probe re-armed it, and the value it re-armed it to: a cancelled
-    // probe gives its window back only if nothing moved it since.
-    prev_eligible: Instant,
-    // The window this probe's admission opened by re-arming, if it did. Windows are compared by
-    // number, not by instant: a failed sibling probe can re-open to the very same instant.
-    rearmed_window: Option<u64>,
-    // The probe window it was admitted in.
-    window: u64,
 }
 
 impl InFlight {
@@ -498,6 +499,10 @@ struct Inner {
     // recovery ramps one interval at a time instead of bursting (DESIGN §3, incident 1).
     probe_window: u64,
     window_admitted: u32,
+    // When the admission that re-armed the current window happened; `None` when a trip or a
+    // failed probe opened it. An answered probe pulls the window in to this instant plus the
+    // open interval's first step (the ramp's pace).
+    armed_at: Option<Instant>,
     interval: Duration,
     step: u32,
     recoveries: u32,
@@ -554,6 +559,7 @@ impl Breaker {
                 eligible_at: Instant::ZERO,
                 probe_window: 0,
                 window_admitted: 0,
+                armed_at: None,
                 interval: config.open_interval.initial,
                 step: 0,
                 recoveries: 0,
@@ -588,6 +594,21 @@ impl Breaker {
     /// This breaker's process-unique id (carried by its permits).
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// Whether a group may evict this breaker: closed, with no failure counted by its trip
+    /// policy (a timed policy counts every failure still held, whatever its age: no clock is
+    /// read). Open, half-open, forced-open and disabled breakers are never idle.
+    pub(crate) fn is_idle(&self) -> bool {
+        let w = self.word.load(Ordering::Acquire);
+        if State::from_bits(w) != State::Closed {
+            return false;
+        }
+        if self.timed {
+            self.lock().window.failures(None) == 0
+        } else {
+            word_failures(w) == 0
+        }
     }
 
     /// Asks to make a call. Admits it (while closed or disabled, or as a probe when one is due)
@@ -689,7 +710,8 @@ impl Breaker {
     fn record_fast(&self, permit: &Permit, outcome: Outcome) -> bool {
         if matches!(outcome, Outcome::Success | Outcome::Answer) && !self.timed {
             let w = self.word.load(Ordering::Acquire);
-            if State::from_bits(w) == State::Closed && word_episode(w) == permit.episode {
+            if State::from_bits(w) == State::Closed && word_episode(w) == permit.episode && permit.probe == 0
+            {
                 return word_failures(w) == 0 || self.reset_failures(w, permit.episode);
             }
         }
@@ -765,22 +787,16 @@ impl Breaker {
                     let id = inner.next_probe;
                     inner.next_probe = inner.next_probe.wrapping_add(1).max(1);
                     let timeout = self.config.probe_timeout.unwrap_or(inner.interval);
-                    let prev_eligible = inner.eligible_at;
-                    let window = inner.probe_window;
-                    let mut rearmed_window = None;
                     inner.window_admitted += 1;
                     if inner.window_admitted as usize == max {
                         let next = t.saturating_add(inner.interval);
                         Self::new_window(&mut inner, next);
-                        rearmed_window = Some(inner.probe_window);
+                        inner.armed_at = Some(t);
                     }
                     inner.probes.push(InFlight {
                         id,
                         admitted: t,
                         timeout,
-                        prev_eligible,
-                        rearmed_window,
-                        window,
                     });
                     inner.probes_admitted += 1;
                     if state == State::Open {
@@ -817,6 +833,7 @@ impl Breaker {
         inner.eligible_at = eligible_at;
         inner.probe_window = inner.probe_window.wrapping_add(1);
         inner.window_admitted = 0;
+        inner.armed_at = None;
     }
 
     fn wait_from(inner: &Inner, t: Instant, max: usize) -> Duration {
@@ -849,21 +866,15 @@ impl Breaker {
         let state = State::from_bits(w);
         let episode = word_episode(w);
         if outcome == Outcome::Cancelled {
+            // A cancelled probe frees its slot, but the window it was admitted in stays spent:
+            // it may already have reached the upstream, and callers cancelling on short
+            // deadlines must not turn one probe per interval into a stream. A probe already
+            // lost at its deadline has no slot left to free.
             if matches!(state, State::Open | State::HalfOpen)
                 && permit.probe != 0
                 && permit.episode == episode
             {
-                if let Some(i) = inner.probes.iter().position(|p| p.id == permit.probe) {
-                    let p = inner.probes.swap_remove(i);
-                    if p.rearmed_window.is_some() && p.rearmed_window == Some(inner.probe_window) {
-                        // Nothing moved the window since this probe closed it: give it back.
-                        inner.eligible_at = p.prev_eligible;
-                        inner.probe_window = p.window;
-                        inner.window_admitted = self.config.max_probes_in_flight - 1;
-                    } else if p.window == inner.probe_window {
-                        inner.window_admitted = inner.window_admitted.saturating_sub(1);
-                    }
-                }
+                inner.probes.retain(|p| p.id != permit.probe);
             }
             return Effect::Ignored;
         }
@@ -895,7 +906,9 @@ impl Breaker {
                 Effect::Stale
             }
             State::Closed => {
-                if permit.episode != episode {
+                // A probe's answer after the close belongs to the ramp that is over (a probe lost
+                // at its deadline and answering late, a sibling of the closing probe): stale.
+                if permit.episode != episode || permit.probe != 0 {
                     inner.stale += 1;
                     return Effect::Stale;
                 }
@@ -948,6 +961,12 @@ impl Breaker {
                     && inner.probes.iter().any(|p| p.id == permit.probe && p.alive(t));
                 if !current {
                     inner.stale += 1;
+                    if permit.probe != 0 && permit.episode == episode {
+                        // A probe of this episode no longer in flight: lost at its deadline, or
+                        // discarded when a sibling failed. Its loss took effect then; its answer
+                        // moves nothing, whoever observed the loss first.
+                        return Effect::Stale;
+                    }
                     match outcome {
                         Outcome::RetryLater(d) if !d.is_zero() => {
                             inner.recoveries = 0;
@@ -967,6 +986,18 @@ impl Breaker {
                         inner.recoveries += 1;
                         if inner.recoveries >= self.config.recoveries {
                             self.close(inner, w, t, Reason::Recovered);
+                        } else {
+                            // The upstream answers: the ramp runs at the first step of the open
+                            // interval, not at the backoff grown during the outage or at a
+                            // provider's delay (those only said when the first probe may go).
+                            let ramp = self.config.open_interval.interval(0, &mut inner.rng);
+                            inner.interval = ramp;
+                            if let Some(armed) = inner.armed_at {
+                                let due = armed.saturating_add(ramp);
+                                if due < inner.eligible_at {
+                                    inner.eligible_at = due;
+                                }
+                            }
                         }
                     }
                     Outcome::RetryLater(d) if !d.is_zero() => {

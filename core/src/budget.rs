@@ -8,7 +8,10 @@
 //!   second budget. The decision reads the clock once: `remaining = budget - (now - start)`;
 //!   `remaining <= 0` gives up (`budget_spent`); `wait = min(retry_after, cap)`; if
 //!   `wait > remaining` it gives up (`retry_after_exceeds_remaining`). The wait is **never
-//!   shortened** to fit: a request before the time the server named is already refused.
+//!   shortened** to fit the budget: a request before the time the server named is already
+//!   refused. Above the cap, the wait is the cap and the decision says `capped` (the cap guards
+//!   against an absurd header), or, with `give_up_above_cap`, the call gives up at once
+//!   (`retry_after_above_cap`) with the server's delay attached.
 //! * **Counted path**: transient failures and rate limits without a usable hint. Exponential
 //!   backoff (500 ms doubling to 60 s), at most `max_retries` retries (10), inside
 //!   `max_backoff_duration` (12 h) from the call's first failure, by the same give-up rule
@@ -42,6 +45,11 @@ pub struct BudgetConfig {
     pub backoff: Backoff,
     /// Total time of the counted path from a call's first failure. Default 12 h.
     pub max_backoff_duration: Duration,
+    /// What to do when a server asks for longer than `retry_after_cap`: `false` (default) waits
+    /// the cap and says `capped` (the guard against an absurd header); `true` gives up at once
+    /// with [`GiveUpReason::RetryAfterAboveCap`] and the server's delay, for callers who would
+    /// rather reschedule than ask before the time the server named.
+    pub give_up_above_cap: bool,
     /// Seed of the jitter PRNG.
     pub seed: u64,
 }
@@ -54,6 +62,7 @@ impl Default for BudgetConfig {
             max_retries: 10,
             backoff: Backoff::exponential(Duration::from_millis(500), 2.0, Duration::from_secs(60)),
             max_backoff_duration: Duration::from_secs(12 * 3600),
+            give_up_above_cap: false,
             seed: 0,
         }
     }
@@ -112,6 +121,9 @@ pub enum GiveUpReason {
     BudgetSpent,
     /// The server's wait (after the cap) does not fit what is left of the episode.
     RetryAfterExceedsRemaining,
+    /// The server asked for longer than the cap and the budget is set to give up then
+    /// ([`BudgetConfig::give_up_above_cap`]).
+    RetryAfterAboveCap,
     /// The next backoff does not fit what is left of the counted budget.
     BackoffExceedsRemaining,
     /// The counted path used all its retries.
@@ -132,6 +144,7 @@ impl GiveUpReason {
         match self {
             GiveUpReason::BudgetSpent => "budget_spent",
             GiveUpReason::RetryAfterExceedsRemaining => "retry_after_exceeds_remaining",
+            GiveUpReason::RetryAfterAboveCap => "retry_after_above_cap",
             GiveUpReason::BackoffExceedsRemaining => "backoff_exceeds_remaining",
             GiveUpReason::AttemptsExhausted => "attempts_exhausted",
             GiveUpReason::NotRetryable => "not_retryable",
@@ -316,6 +329,12 @@ impl RetryBudget {
                     };
                 }
                 let capped = server > self.config.retry_after_cap;
+                if capped && self.config.give_up_above_cap {
+                    return Decision::GiveUp {
+                        reason: GiveUpReason::RetryAfterAboveCap,
+                        server_delay,
+                    };
+                }
                 let wait = server.min(self.config.retry_after_cap);
                 if wait > remaining {
                     return Decision::GiveUp {

@@ -76,6 +76,28 @@ pub struct HoldoffConfig {
     pub quota: Option<QuotaSpec>,
     /// The HTTP classifier.
     pub classifier: Option<ClassifierSpec>,
+    /// The bound of a breaker group (when `breaker` is a group's template).
+    pub group: Option<GroupSpec>,
+}
+
+/// A breaker group's bound.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// Breakers kept at most (default 10 000).
+    pub max_keys: Option<i64>,
+}
+
+impl GroupSpec {
+    /// The bound, checked (`group.max_keys`, 1..=100 000 000).
+    pub fn max_keys(&self) -> Result<usize, ConfigError> {
+        match self.max_keys {
+            None => Ok(crate::group::DEFAULT_MAX_KEYS),
+            Some(v) => {
+                Ok(units::count("group.max_keys", v, 1, crate::group::MAX_KEYS_LIMIT as i64)? as usize)
+            }
+        }
+    }
 }
 
 /// A trip policy.
@@ -156,6 +178,8 @@ pub struct BudgetSpec {
     pub backoff: Option<BackoffSpec>,
     /// Counted-path total, ms.
     pub max_backoff_duration_ms: Option<Num>,
+    /// Give up at once when a Retry-After exceeds the cap (default: wait the cap).
+    pub give_up_above_cap: Option<bool>,
     /// Jitter seed.
     pub seed: Option<u64>,
 }
@@ -308,6 +332,9 @@ impl BudgetSpec {
         }
         if let Some(v) = self.max_backoff_duration_ms {
             c.max_backoff_duration = ms("budget.max_backoff_duration", v)?;
+        }
+        if let Some(v) = self.give_up_above_cap {
+            c.give_up_above_cap = v;
         }
         if let Some(s) = self.seed {
             c.seed = s;

@@ -9,6 +9,18 @@
 //! * 408, 410, 429, 460 and 5xx except 501, 505 and 511: [`Outcome::Failure`] (retryable).
 //! * Every other status (4xx, 501, 505, 511): [`Outcome::Answer`]: the upstream is reachable
 //!   and retrying will not help.
+//! * A status outside 100..=599 is a **broken upstream**: [`Outcome::Failure`] for breaker,
+//!   budget and quota alike (RFC 9110 §15 defines only 100..599; a 600 or a 999 is not an
+//!   answer). Where the line to a programmer's error is: a status is three digits on the wire
+//!   (`status-code = 3DIGIT`), so any value 0..=999 is something an upstream (or a client
+//!   reporting "no response" as 0) can hand over, and classifies; a value above 999 is not a
+//!   status at all and is refused with an [`InputError`] naming `status` (bindings also refuse
+//!   negative and non-integer values so).
+//! * `x-should-retry: true|false`, a provider's explicit word (sent by several API providers
+//!   and honoured by their SDKs): `false` makes any status from 400 up an
+//!   [`Outcome::Answer`] (do not retry, not a failure); `true` makes an answer (a 4xx the default
+//!   would not retry) a [`Outcome::Failure`]. It never changes a success, a broken status, or a
+//!   status the configuration lists.
 //! * `failure_statuses` and `answer_statuses` override the above for one provider (incident 1:
 //!   a provider that blocks with 403 must count it as a failure).
 
@@ -16,7 +28,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::breaker::Outcome;
 use crate::error::{ConfigError, InputError};
-use crate::retry_after::{hint_from_headers, HintSource, RetryAfter};
+use crate::retry_after::{scan_headers, HintSource, RetryAfter};
 
 /// Configuration of a [`Classifier`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +64,8 @@ pub struct Classification {
     pub hint: RetryAfter,
     /// Which header the hint came from.
     pub source: HintSource,
+    /// The provider's `x-should-retry`, if it sent `true` or `false`.
+    pub should_retry: Option<bool>,
 }
 
 /// Turns (status, headers) into an [`Outcome`].
@@ -64,17 +78,20 @@ fn valid_status(s: u16) -> bool {
     (100..=599).contains(&s)
 }
 
-/// Checks that `status` is an HTTP status (100..=599). Bindings whose permits live in a
-/// [`crate::PermitSlot`] call this before taking the permit, so that a bad status does not spend
-/// a probe.
-pub fn check_status(status: u16) -> Result<(), InputError> {
-    if valid_status(status) {
-        Ok(())
-    } else {
-        Err(InputError {
+/// The highest value that is a status at all: three digits (RFC 9110 §15, `3DIGIT`).
+pub const MAX_STATUS: u16 = 999;
+
+/// Checks that `status` is a status at all: an integer 0..=999 (three digits on the wire). A
+/// status outside 100..=599 is still a status (a broken upstream, classified as a failure);
+/// bindings call this on the integer they were given, so negative, huge and out-of-range values
+/// are refused with the same error everywhere.
+pub fn check_status(status: i64) -> Result<u16, InputError> {
+    match u16::try_from(status) {
+        Ok(s) if s <= MAX_STATUS => Ok(s),
+        _ => Err(InputError {
             field: "status".into(),
-            rule: "must be an HTTP status between 100 and 599".into(),
-        })
+            rule: "must be an HTTP status code, an integer between 0 and 999".into(),
+        }),
     }
 }
 
@@ -108,7 +125,8 @@ impl Classifier {
     }
 
     /// Classifies a response. `wall_now` is the wall time of the decision's clock reading (for
-    /// HTTP-dates). A status outside 100..=599 is an error naming `status`.
+    /// HTTP-dates). A status above 999 is an error naming `status`; one outside 100..=599 is a
+    /// broken upstream, a failure.
     pub fn classify<'a, I>(
         &self,
         status: u16,
@@ -118,28 +136,40 @@ impl Classifier {
     where
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
-        check_status(status)?;
-        let (hint, source) = hint_from_headers(headers, wall_now);
-        let outcome = if self.config.failure_statuses.contains(&status) {
+        check_status(i64::from(status))?;
+        let h = scan_headers(headers, wall_now);
+        let hint = h.hint;
+        // A broken status is a failure whatever else is said; a listed status is the caller's
+        // explicit word about this provider.
+        let outcome = if !valid_status(status) || self.config.failure_statuses.contains(&status) {
             Outcome::Failure
         } else if self.config.answer_statuses.contains(&status) {
             Outcome::Answer
-        } else if self.config.retry_after_statuses.contains(&status) {
-            match hint {
-                RetryAfter::Delay(d) if !d.is_zero() => Outcome::RetryLater(d),
-                _ if status == 429 => match self.config.rate_limit_default_wait {
-                    Some(d) => Outcome::RetryLater(d),
-                    None => Outcome::Failure,
-                },
-                _ => default_outcome(status),
-            }
         } else {
-            default_outcome(status)
+            let o = if self.config.retry_after_statuses.contains(&status) {
+                match hint {
+                    RetryAfter::Delay(d) if !d.is_zero() => Outcome::RetryLater(d),
+                    _ if status == 429 => match self.config.rate_limit_default_wait {
+                        Some(d) => Outcome::RetryLater(d),
+                        None => Outcome::Failure,
+                    },
+                    _ => default_outcome(status),
+                }
+            } else {
+                default_outcome(status)
+            };
+            match (h.should_retry, o) {
+                (_, Outcome::Success) => o,
+                (Some(false), _) => Outcome::Answer,
+                (Some(true), Outcome::Answer) => Outcome::Failure,
+                _ => o,
+            }
         };
         Ok(Classification {
             outcome,
             hint,
-            source,
+            source: h.source,
+            should_retry: h.should_retry,
         })
     }
 }

@@ -64,10 +64,10 @@ pub use breaker::{
 pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, WaitSource};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::{ClockError, ConfigError, HoldoffError, InputError, PermitError};
-pub use group::BreakerGroup;
+pub use group::{BreakerGroup, GroupSnapshot};
 pub use http::{check_status, Classification, Classifier, ClassifierConfig};
 pub use policy::{Before, Call, Policy};
-pub use quota::{QuotaConfig, QuotaEmpty, QuotaLease, RetryQuota};
+pub use quota::{LeaseSlot, QuotaConfig, QuotaEmpty, QuotaLease, RawLease, RetryQuota};
 pub use retry_after::{hint_from_headers, parse_retry_after, HintSource, RetryAfter, Unusable};
 pub use trip::TripPolicy;
 

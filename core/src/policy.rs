@@ -154,8 +154,9 @@ impl Policy {
 
     /// [`Policy::after_attempt`] for an HTTP response: classifies (status, headers) with the
     /// policy's classifier at the decision's one clock reading, then decides. A status outside
-    /// 100..=599 is an [`crate::InputError`], and the permit is recorded as cancelled (a probe
-    /// frees its slot at once).
+    /// 100..=599 is a broken upstream (a failure); one above 999 is not a status at all, an
+    /// [`crate::InputError`], and the permit is then recorded as cancelled (a probe frees its
+    /// slot at once).
     pub fn after_response<'a, I>(
         &self,
         call: &mut Call,
@@ -167,9 +168,10 @@ impl Policy {
         I: IntoIterator<Item = (&'a str, &'a str)>,
     {
         let now = LazyNow::new(&**self.breaker.clock());
-        // An impossible status is the caller's error, not an answer: the permit is recorded as
-        // cancelled, so a probe frees its slot at once instead of holding it until it times out.
-        if let Err(e) = crate::http::check_status(status) {
+        // A value that is not a status is the caller's error, not an answer: the permit is
+        // recorded as cancelled, so a probe frees its slot at once instead of holding it until it
+        // times out.
+        if let Err(e) = crate::http::check_status(i64::from(status)) {
             self.breaker.record_at(permit, Outcome::Cancelled, &now)?;
             return Err(e.into());
         }
@@ -191,7 +193,8 @@ impl Policy {
         Ok(match decision {
             Decision::Done => {
                 if let Some(q) = &self.quota {
-                    q.on_success(call.lease.take());
+                    // The call's own lease, issued by this quota: never foreign.
+                    let _ = q.on_success(call.lease.take());
                 }
                 Decision::Done
             }

@@ -6,12 +6,19 @@
 //! storm. Defaults are the AWS SDKs' standard retry mode: 500 tokens, 5 a retry, 10 a retry
 //! after a timeout, 1 back per success without retries.
 //!
+//! A retry's tokens travel in a [`QuotaLease`] issued by the quota: it carries the quota's
+//! identity and is consumed when given back, so a lease is given back at most once and only to
+//! the quota that issued it ([`PermitError::Foreign`] otherwise). Bindings whose leases are
+//! shared objects hold them in a [`LeaseSlot`], which reports a second give-back as
+//! [`PermitError::AlreadyRecorded`].
+//!
 //! Lock-free (one compare-and-swap per change) and clock-free.
 
-use std::sync::atomic::Ordering;
+// The quota id counter is a static, so it stays std's under loom (loom atomics are not const).
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::error::ConfigError;
-use crate::sync::AtomicU64;
+use crate::error::{ConfigError, PermitError};
+use crate::sync::{AtomicBool, AtomicU64};
 
 /// Configuration of a [`RetryQuota`]. All figures are whole tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,12 +72,101 @@ impl QuotaConfig {
     }
 }
 
-/// Tokens taken for one retry; give it back with [`RetryQuota::on_success`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Tokens taken for one retry, issued by [`RetryQuota::acquire`]; give it back with
+/// [`RetryQuota::on_success`]. Not `Clone`: giving it back consumes it.
+#[derive(Debug, PartialEq, Eq)]
+#[must_use = "a lease holds tokens until it is given back with on_success"]
 pub struct QuotaLease {
+    quota: u32,
+    cost: u64,
+}
+
+/// The raw fields of a [`QuotaLease`], for bindings that carry leases across FFI as values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(C)]
+pub struct RawLease {
+    /// The issuing quota's id.
+    pub quota: u32,
     /// Tokens taken.
     pub cost: u64,
 }
+
+impl QuotaLease {
+    /// Tokens taken.
+    pub fn cost(&self) -> u64 {
+        self.cost
+    }
+
+    /// The raw fields, for carrying the lease across FFI.
+    pub fn into_raw(self) -> RawLease {
+        RawLease {
+            quota: self.quota,
+            cost: self.cost,
+        }
+    }
+
+    /// Rebuilds a lease from its raw fields; a lease of another quota is refused when given
+    /// back.
+    pub fn from_raw(raw: RawLease) -> QuotaLease {
+        QuotaLease {
+            quota: raw.quota,
+            cost: raw.cost,
+        }
+    }
+}
+
+/// A lease held as a shared object and given back at most once: for bindings whose leases are
+/// objects user code may give back twice. Lock-free.
+#[derive(Debug)]
+pub struct LeaseSlot {
+    raw: RawLease,
+    taken: AtomicBool,
+}
+
+impl LeaseSlot {
+    /// Wraps a lease.
+    pub fn new(lease: QuotaLease) -> LeaseSlot {
+        LeaseSlot {
+            raw: lease.into_raw(),
+            taken: AtomicBool::new(false),
+        }
+    }
+
+    /// Tokens the lease holds.
+    pub fn cost(&self) -> u64 {
+        self.raw.cost
+    }
+
+    /// Whether the lease was given back.
+    pub fn is_taken(&self) -> bool {
+        self.taken.load(Ordering::Acquire)
+    }
+
+    /// Takes the lease to give it back to `quota`: [`PermitError::Foreign`] if another quota
+    /// issued it (the slot stays usable), [`PermitError::AlreadyRecorded`] the second time.
+    pub fn take(&self, quota: &RetryQuota) -> Result<QuotaLease, PermitError> {
+        take_raw(self.raw, quota, || self.taken.swap(true, Ordering::AcqRel))
+    }
+}
+
+/// The give-back rule for a lease carried as raw fields with a taken flag of the caller's (the C
+/// ABI's lease struct): foreign first (the flag is left alone), then the flag, set once.
+/// `mark_taken` sets the flag and returns whether it was already set.
+pub fn take_raw(
+    raw: RawLease,
+    quota: &RetryQuota,
+    mark_taken: impl FnOnce() -> bool,
+) -> Result<QuotaLease, PermitError> {
+    if raw.quota != quota.id {
+        return Err(PermitError::Foreign);
+    }
+    if mark_taken() {
+        return Err(PermitError::AlreadyRecorded);
+    }
+    Ok(QuotaLease::from_raw(raw))
+}
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The bucket could not pay for the retry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,6 +180,7 @@ pub struct QuotaEmpty {
 /// A retry quota shared by every caller of one upstream. `Send + Sync`.
 #[derive(Debug)]
 pub struct RetryQuota {
+    id: u32,
     config: QuotaConfig,
     tokens: AtomicU64,
 }
@@ -93,6 +190,7 @@ impl RetryQuota {
     pub fn new(config: QuotaConfig) -> Result<RetryQuota, ConfigError> {
         config.validate()?;
         Ok(RetryQuota {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed).max(1),
             tokens: AtomicU64::new(config.capacity),
             config,
         })
@@ -101,6 +199,11 @@ impl RetryQuota {
     /// The configuration.
     pub fn config(&self) -> &QuotaConfig {
         &self.config
+    }
+
+    /// This quota's process-unique id (carried by its leases).
+    pub fn id(&self) -> u32 {
+        self.id
     }
 
     /// Tokens left.
@@ -117,25 +220,31 @@ impl RetryQuota {
         };
         self.tokens
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
-            .map(|_| QuotaLease { cost })
+            .map(|_| QuotaLease { quota: self.id, cost })
             .map_err(|available| QuotaEmpty { available, cost })
     }
 
     /// A call succeeded: refunds its lease, or adds `success_refill` if it needed no retry.
-    /// Never fills past capacity.
-    pub fn on_success(&self, lease: Option<QuotaLease>) {
-        let add = lease.map_or(self.config.success_refill, |l| l.cost);
+    /// Never fills past capacity. Errors: [`PermitError::Foreign`] for a lease of another quota
+    /// (nothing changes).
+    pub fn on_success(&self, lease: Option<QuotaLease>) -> Result<(), PermitError> {
+        let add = match lease {
+            Some(l) if l.quota != self.id => return Err(PermitError::Foreign),
+            Some(l) => l.cost,
+            None => self.config.success_refill,
+        };
         let cap = self.config.capacity;
         // A full bucket stays full: skip the write, which every success to a healthy upstream
         // would otherwise make on one shared cache line.
         if add == 0 || self.tokens.load(Ordering::Acquire) >= cap {
-            return;
+            return Ok(());
         }
         let _ = self
             .tokens
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| {
                 Some(t.saturating_add(add).min(cap))
             });
+        Ok(())
     }
 }
 
@@ -169,9 +278,24 @@ mod tests {
                 cost: 10
             })
         );
-        q.on_success(Some(a));
+        q.on_success(Some(a)).unwrap();
         assert_eq!(q.available(), 12);
-        q.on_success(None);
+        q.on_success(None).unwrap();
         assert_eq!(q.available(), 12);
+    }
+
+    #[test]
+    fn a_lease_goes_back_once_and_only_to_its_quota() {
+        let q = RetryQuota::new(QuotaConfig::default()).unwrap();
+        let other = RetryQuota::new(QuotaConfig::default()).unwrap();
+        let slot = LeaseSlot::new(q.acquire(false).unwrap());
+        assert_eq!(slot.take(&other), Err(PermitError::Foreign));
+        assert!(!slot.is_taken());
+        q.on_success(Some(slot.take(&q).unwrap())).unwrap();
+        assert_eq!(slot.take(&q), Err(PermitError::AlreadyRecorded));
+        assert_eq!(q.available(), 500);
+        let lease = q.acquire(true).unwrap();
+        assert_eq!(other.on_success(Some(lease)), Err(PermitError::Foreign));
+        assert_eq!((q.available(), other.available()), (490, 500));
     }
 }

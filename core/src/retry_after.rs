@@ -1,4 +1,4 @@
-//! Retry-After (RFC 9110 §10.2.3) and rate-limit reset headers.
+//! Retry-After (RFC 9110 §10.2.3) and the other delay headers providers send.
 //!
 //! `Retry-After = HTTP-date / delay-seconds`. Parsing never fails with an error or a panic:
 //! anything that is not a usable hint is [`RetryAfter::Unusable`] with the reason, and the
@@ -21,8 +21,21 @@
 //!   (incident 3: not a usable rate-limit hint).
 //! * Signs, garbage, and several values that disagree (`120, 60`, or two fields) are unusable.
 //!   Commas are never split inside an HTTP-date.
-//! * `RateLimit-Reset` (IETF draft, delta seconds) and `X-RateLimit-Reset` (GitHub style, Unix
-//!   epoch seconds) are read only when no Retry-After field is present.
+//!
+//! [`hint_from_headers`] reads, in this order of precedence, the first of these fields that is
+//! present (a present field is the hint even when unusable; later ones are then not read):
+//! 1. `retry-after-ms` and 2. `x-ms-retry-after-ms`: milliseconds, decimals rounded up (sent by
+//!    large LLM API providers and Azure services; more precise than Retry-After, which they
+//!    accompany);
+//! 3. `Retry-After`;
+//! 4. `RateLimit`: the structured field (RFC 9651 list) of the IETF httpapi rate-limit draft,
+//!    `"policy";r=0;t=30`: the largest `t` (seconds) among the policies whose remaining quota `r`
+//!    is 0, or the smallest `t` when no policy says `r=0`; a field that does not parse, or has no
+//!    integer `t >= 0`, is malformed;
+//! 5. `RateLimit-Reset` (the draft's older form, delta seconds);
+//! 6. `X-RateLimit-Reset` (GitHub style, Unix epoch seconds; a past epoch means now).
+//!
+//! Every value saturates at [`MAX_SECONDS`].
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -77,14 +90,35 @@ impl RetryAfter {
 /// Which header a hint came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HintSource {
+    /// `retry-after-ms` (milliseconds).
+    RetryAfterMs,
+    /// `x-ms-retry-after-ms` (milliseconds).
+    XMsRetryAfterMs,
     /// `Retry-After`.
     RetryAfter,
+    /// `RateLimit` (structured field, its `t` parameter).
+    RateLimit,
     /// `RateLimit-Reset` (delta seconds).
     RateLimitReset,
     /// `X-RateLimit-Reset` (epoch seconds).
     XRateLimitReset,
     /// No header carried a hint.
     None,
+}
+
+impl HintSource {
+    /// The stable name used by the conformance suite.
+    pub fn name(self) -> &'static str {
+        match self {
+            HintSource::RetryAfterMs => "retry_after_ms",
+            HintSource::XMsRetryAfterMs => "x_ms_retry_after_ms",
+            HintSource::RetryAfter => "retry_after",
+            HintSource::RateLimit => "ratelimit",
+            HintSource::RateLimitReset => "ratelimit_reset",
+            HintSource::XRateLimitReset => "x_ratelimit_reset",
+            HintSource::None => "none",
+        }
+    }
 }
 
 fn trim_ows(s: &str) -> &str {
@@ -97,6 +131,17 @@ fn ceil_millis(d: Duration) -> Duration {
 }
 
 fn delta_seconds(s: &str) -> Option<RetryAfter> {
+    decimal(s, 3)
+}
+
+fn delta_millis(s: &str) -> Option<RetryAfter> {
+    decimal(s, 0)
+}
+
+/// A non-negative decimal number of units of `10^unit_digits` milliseconds (3: seconds,
+/// 0: milliseconds), rounded up to the millisecond and saturated at [`MAX_SECONDS`]. `None` if
+/// `s` is not such a number; signed numbers are [`Unusable::Signed`].
+fn decimal(s: &str, unit_digits: usize) -> Option<RetryAfter> {
     if s.is_empty() {
         return None;
     }
@@ -111,26 +156,29 @@ fn delta_seconds(s: &str) -> Option<RetryAfter> {
         }
         return None;
     }
-    let secs = int.trim_start_matches('0');
-    let secs: u64 = if secs.len() > 10 {
-        u64::MAX
-    } else {
-        secs.parse().unwrap_or(0)
-    };
-    if secs >= MAX_SECONDS {
-        return Some(RetryAfter::Delay(Duration::from_secs(MAX_SECONDS)));
+    let max_ms = MAX_SECONDS * 1000;
+    let unit = 10u64.pow(unit_digits as u32);
+    let int = int.trim_start_matches('0');
+    // More digits than any saturated value has: saturated whatever they say.
+    if int.len() > 16 {
+        return Some(RetryAfter::Delay(Duration::from_millis(max_ms)));
     }
-    // Fraction: round up to the millisecond (never wait less than the server asked).
-    let mut ms = secs * 1000;
+    let mut ms = int.parse::<u64>().unwrap_or(0).saturating_mul(unit);
+    // Fraction: the first `unit_digits` digits are whole milliseconds, anything after them
+    // rounds up (never wait less than the server asked).
     if let Some(f) = frac {
         let f = f.trim_end_matches('0');
-        let head: String = f.chars().chain(std::iter::repeat('0')).take(3).collect();
-        ms += head.parse::<u64>().unwrap_or(0);
-        if f.len() > 3 {
-            ms += 1;
+        let head: String = f
+            .chars()
+            .chain(std::iter::repeat('0'))
+            .take(unit_digits)
+            .collect();
+        ms = ms.saturating_add(head.parse::<u64>().unwrap_or(0));
+        if f.len() > unit_digits {
+            ms = ms.saturating_add(1);
         }
     }
-    Some(RetryAfter::Delay(Duration::from_millis(ms)))
+    Some(RetryAfter::Delay(Duration::from_millis(ms.min(max_ms))))
 }
 
 /// Parses one Retry-After field value. `wall_now` is the wall time of the decision's clock
@@ -270,58 +318,157 @@ fn combine(values: impl Iterator<Item = RetryAfter>) -> RetryAfter {
     seen.unwrap_or(RetryAfter::Unusable(Unusable::Missing))
 }
 
-/// Reads the delay hint from response headers (names compared case-insensitively).
-///
-/// Every `Retry-After` field counts: several fields that agree give their value, fields that
-/// disagree are [`Unusable::Conflicting`]. Without a `Retry-After` field, `RateLimit-Reset`
-/// (delta seconds) and then `X-RateLimit-Reset` (Unix epoch seconds; a past epoch means now)
-/// are tried.
+/// A field value of a millisecond header: one value, or several that agree.
+fn parse_millis(value: &str) -> RetryAfter {
+    let s = trim_ows(value);
+    if s.is_empty() {
+        return RetryAfter::Unusable(Unusable::Missing);
+    }
+    combine(
+        s.split(',')
+            .map(|part| delta_millis(trim_ows(part)).unwrap_or(RetryAfter::Unusable(Unusable::Malformed))),
+    )
+}
+
+/// The `t` of a `RateLimit` structured field: the largest among the policies with `r=0`, else
+/// the smallest.
+fn parse_ratelimit(value: &str) -> RetryAfter {
+    if trim_ows(value).is_empty() {
+        return RetryAfter::Unusable(Unusable::Missing);
+    }
+    let Ok(list) = sfv::Parser::new(value).parse::<sfv::List>() else {
+        return RetryAfter::Unusable(Unusable::Malformed);
+    };
+    let mut exhausted: Option<i64> = None;
+    let mut any: Option<i64> = None;
+    for entry in &list {
+        let params = match entry {
+            sfv::ListEntry::Item(item) => &item.params,
+            sfv::ListEntry::InnerList(inner) => &inner.params,
+        };
+        let int = |key: &str| {
+            params
+                .iter()
+                .find(|(k, _)| k.as_str() == key)
+                .and_then(|(_, v)| v.as_integer())
+                .map(i64::from)
+        };
+        let Some(t) = int("t").filter(|t| *t >= 0) else {
+            continue;
+        };
+        any = Some(any.map_or(t, |a| a.min(t)));
+        if int("r") == Some(0) {
+            exhausted = Some(exhausted.map_or(t, |e| e.max(t)));
+        }
+    }
+    match exhausted.or(any) {
+        Some(t) => RetryAfter::Delay(Duration::from_secs((t as u64).min(MAX_SECONDS))),
+        None => RetryAfter::Unusable(Unusable::Malformed),
+    }
+}
+
+/// What the headers of one response say about retrying.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HeaderHints {
+    pub(crate) hint: RetryAfter,
+    pub(crate) source: HintSource,
+    /// `x-should-retry: true` or `false` (the provider's explicit word); other values ignored.
+    pub(crate) should_retry: Option<bool>,
+}
+
+// Field names in order of precedence; `Retry-After` may appear in several fields.
+const PRECEDENCE: [(&str, HintSource); 6] = [
+    ("retry-after-ms", HintSource::RetryAfterMs),
+    ("x-ms-retry-after-ms", HintSource::XMsRetryAfterMs),
+    ("retry-after", HintSource::RetryAfter),
+    ("ratelimit", HintSource::RateLimit),
+    ("ratelimit-reset", HintSource::RateLimitReset),
+    ("x-ratelimit-reset", HintSource::XRateLimitReset),
+];
+
+pub(crate) fn scan_headers<'a, I>(headers: I, wall_now: SystemTime) -> HeaderHints
+where
+    I: IntoIterator<Item = (&'a str, &'a str)>,
+{
+    // Per source: every value, in order (several fields of one name are combined).
+    let mut found: [Option<RetryAfter>; 6] = [None; 6];
+    let mut ratelimit: Option<String> = None;
+    let mut should_retry = None;
+    for (name, value) in headers {
+        if name.eq_ignore_ascii_case("x-should-retry") {
+            match trim_ows(value) {
+                v if v.eq_ignore_ascii_case("true") => should_retry = Some(true),
+                v if v.eq_ignore_ascii_case("false") => should_retry = Some(false),
+                _ => {}
+            }
+            continue;
+        }
+        let Some(i) = PRECEDENCE.iter().position(|(n, _)| name.eq_ignore_ascii_case(n)) else {
+            continue;
+        };
+        let v = match PRECEDENCE[i].1 {
+            HintSource::RetryAfterMs | HintSource::XMsRetryAfterMs => parse_millis(value),
+            HintSource::RetryAfter => parse_retry_after(value, wall_now),
+            HintSource::RateLimit => {
+                // Several RateLimit fields form one list (RFC 9651 §3.1).
+                let joined = ratelimit
+                    .take()
+                    .map_or_else(|| value.to_owned(), |p| format!("{p}, {value}"));
+                let v = parse_ratelimit(&joined);
+                ratelimit = Some(joined);
+                found[i] = Some(v);
+                continue;
+            }
+            HintSource::RateLimitReset => {
+                delta_seconds(trim_ows(value)).unwrap_or(RetryAfter::Unusable(Unusable::Malformed))
+            }
+            _ => x_ratelimit_reset(value, wall_now),
+        };
+        found[i] = Some(match found[i] {
+            None => v,
+            Some(prev) => combine([prev, v].into_iter()),
+        });
+    }
+    let (hint, source) = PRECEDENCE
+        .iter()
+        .zip(found)
+        .find_map(|((_, src), v)| v.map(|v| (v, *src)))
+        .unwrap_or((RetryAfter::Unusable(Unusable::Missing), HintSource::None));
+    HeaderHints {
+        hint,
+        source,
+        should_retry,
+    }
+}
+
+fn x_ratelimit_reset(value: &str, wall_now: SystemTime) -> RetryAfter {
+    match delta_seconds(trim_ows(value)) {
+        Some(RetryAfter::Delay(epoch)) => {
+            let at = UNIX_EPOCH.checked_add(epoch).unwrap_or(UNIX_EPOCH);
+            // The same ceiling as delta-seconds: a wall clock before 1970 would otherwise push
+            // the delay past it.
+            RetryAfter::Delay(
+                at.duration_since(wall_now)
+                    .map(ceil_millis)
+                    .unwrap_or(Duration::ZERO)
+                    .min(Duration::from_secs(MAX_SECONDS)),
+            )
+        }
+        Some(u) => u,
+        None => RetryAfter::Unusable(Unusable::Malformed),
+    }
+}
+
+/// Reads the delay hint from response headers (names compared case-insensitively), following
+/// the precedence in the module documentation: the first field present is the hint, even when
+/// it is unusable. Several fields of one name that agree give their value; fields that disagree
+/// are [`Unusable::Conflicting`].
 pub fn hint_from_headers<'a, I>(headers: I, wall_now: SystemTime) -> (RetryAfter, HintSource)
 where
     I: IntoIterator<Item = (&'a str, &'a str)>,
 {
-    let mut retry_after: Option<RetryAfter> = None;
-    let mut reset: Option<&str> = None;
-    let mut x_reset: Option<&str> = None;
-    for (name, value) in headers {
-        if name.eq_ignore_ascii_case("retry-after") {
-            let v = parse_retry_after(value, wall_now);
-            retry_after = Some(match retry_after {
-                None => v,
-                Some(prev) => combine([prev, v].into_iter()),
-            });
-        } else if name.eq_ignore_ascii_case("ratelimit-reset") {
-            reset.get_or_insert(value);
-        } else if name.eq_ignore_ascii_case("x-ratelimit-reset") {
-            x_reset.get_or_insert(value);
-        }
-    }
-    if let Some(r) = retry_after {
-        return (r, HintSource::RetryAfter);
-    }
-    if let Some(v) = reset {
-        let r = delta_seconds(trim_ows(v)).unwrap_or(RetryAfter::Unusable(Unusable::Malformed));
-        return (r, HintSource::RateLimitReset);
-    }
-    if let Some(v) = x_reset {
-        let r = match delta_seconds(trim_ows(v)) {
-            Some(RetryAfter::Delay(epoch)) => {
-                let at = UNIX_EPOCH.checked_add(epoch).unwrap_or(UNIX_EPOCH);
-                // The same ceiling as delta-seconds: a wall clock before 1970 would otherwise
-                // push the delay past it.
-                RetryAfter::Delay(
-                    at.duration_since(wall_now)
-                        .map(ceil_millis)
-                        .unwrap_or(Duration::ZERO)
-                        .min(Duration::from_secs(MAX_SECONDS)),
-                )
-            }
-            Some(u) => u,
-            None => RetryAfter::Unusable(Unusable::Malformed),
-        };
-        return (r, HintSource::XRateLimitReset);
-    }
-    (RetryAfter::Unusable(Unusable::Missing), HintSource::None)
+    let h = scan_headers(headers, wall_now);
+    (h.hint, h.source)
 }
 
 #[cfg(test)]

@@ -9,11 +9,11 @@
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
     atomic::{AtomicBool, AtomicU64},
-    Mutex, MutexGuard, RwLock,
+    Mutex, MutexGuard,
 };
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
     atomic::{AtomicBool, AtomicU64},
-    Mutex, MutexGuard, RwLock,
+    Mutex, MutexGuard,
 };

@@ -12,12 +12,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use holdoff::config::HoldoffConfig;
 use holdoff::{
     hint_from_headers, parse_retry_after, Before, Breaker, BreakerGroup, Call, Classifier, Decision,
-    HintSource, HoldoffError, Instant, ManualClock, Outcome, PermitSlot, Policy, QuotaLease, RetryAfter,
-    RetryBudget, RetryQuota, RetryState, StateChange,
+    HoldoffError, Instant, LeaseSlot, ManualClock, Outcome, PermitSlot, Policy, RetryAfter, RetryBudget,
+    RetryQuota, RetryState, StateChange,
 };
 use serde_json::{json, Map, Value};
 
-const SUITE_VERSION: u64 = 1;
+const SUITE_VERSION: u64 = 2;
 
 type R<T> = Result<T, String>;
 
@@ -135,10 +135,11 @@ struct Ctx {
     quota: Option<Arc<RetryQuota>>,
     classifier: Classifier,
     policy: Option<Policy>,
-    permits: HashMap<String, (PermitSlot, Option<String>)>,
+    // Each permit with the breaker that issued it: it is recorded there, as user code does.
+    permits: HashMap<String, (PermitSlot, Arc<Breaker>)>,
     calls: HashMap<String, RetryState>,
     policy_calls: HashMap<String, Call>,
-    leases: HashMap<String, QuotaLease>,
+    leases: HashMap<String, LeaseSlot>,
 }
 
 fn build(case: &Value) -> Result<Ctx, HoldoffError> {
@@ -160,7 +161,8 @@ fn build(case: &Value) -> Result<Ctx, HoldoffError> {
     if let Some(spec) = &config.breaker {
         let cfg = spec.to_config()?;
         if is_group {
-            group = Some(BreakerGroup::new(cfg, Arc::clone(&shared))?);
+            let max_keys = config.group.clone().unwrap_or_default().max_keys()?;
+            group = Some(BreakerGroup::with_max_keys(cfg, max_keys, Arc::clone(&shared))?);
         } else {
             breaker = Some(Arc::new(Breaker::new(cfg, Arc::clone(&shared))?));
         }
@@ -232,8 +234,7 @@ impl Ctx {
                     .and_then(Value::as_str)
                     .unwrap_or("_last")
                     .to_owned();
-                let key = step.get("key").and_then(Value::as_str).map(str::to_owned);
-                self.permits.insert(name, (PermitSlot::new(p), key));
+                self.permits.insert(name, (PermitSlot::new(p), b));
                 Ok(true)
             }
             Err(r) => {
@@ -245,16 +246,12 @@ impl Ctx {
         }
     }
 
-    fn record(&mut self, name: &str, o: Outcome, step: &Value, actual: &mut Map<String, Value>) -> R<()> {
-        let (slot, key) = self
+    fn record(&mut self, name: &str, o: Outcome, actual: &mut Map<String, Value>) -> R<()> {
+        let (slot, b) = self
             .permits
             .get(name)
             .ok_or_else(|| format!("no permit named {name:?}"))?;
-        let b = match key {
-            Some(k) => self.group.as_ref().ok_or("no group")?.get(k),
-            None => self.breaker(step)?,
-        };
-        match slot.take(&b).and_then(|p| b.record(p, o)) {
+        match slot.take(b).and_then(|p| b.record(p, o)) {
             Ok(effect) => {
                 actual.insert("effect".into(), json!(effect.name()));
             }
@@ -290,7 +287,7 @@ impl Ctx {
                     .ok_or("record needs permit")?
                     .to_owned();
                 let o = outcome(step.get("outcome").ok_or("record needs outcome")?)?;
-                self.record(&name, o, step, &mut a)?;
+                self.record(&name, o, &mut a)?;
                 check(expect, &a, &["effect", "error"])
             }
             "call" => {
@@ -301,7 +298,7 @@ impl Ctx {
                         .and_then(Value::as_str)
                         .unwrap_or("_last")
                         .to_owned();
-                    self.record(&name, o, step, &mut a)?;
+                    self.record(&name, o, &mut a)?;
                 }
                 check(
                     expect,
@@ -501,17 +498,15 @@ impl Ctx {
                         RetryAfter::Delay(d) => a.insert("delay_ms".into(), ms(d)),
                         RetryAfter::Unusable(u) => a.insert("unusable".into(), json!(u.name())),
                     };
-                    a.insert("source".into(), json!(source_name(src)));
+                    a.insert("source".into(), json!(src.name()));
                     return check(expect, &a, &["delay_ms", "unusable", "source"]);
                 }
                 let status = step
                     .get("status")
-                    .and_then(Value::as_u64)
-                    .ok_or("classify needs status")?;
-                match self
-                    .classifier
-                    .classify(u16::try_from(status).unwrap_or(0), pairs, self.wall_now())
-                {
+                    .and_then(Value::as_i64)
+                    .ok_or("classify needs an integer status")?;
+                let wall = self.wall_now();
+                match holdoff::check_status(status).and_then(|s| self.classifier.classify(s, pairs, wall)) {
                     Ok(c) => {
                         let (name, later) = outcome_json(&c.outcome);
                         a.insert("outcome".into(), name);
@@ -529,9 +524,13 @@ impl Ctx {
                 match q.acquire(timeout) {
                     Ok(lease) => {
                         a.insert("acquired".into(), json!(true));
-                        a.insert("cost".into(), json!(lease.cost));
+                        a.insert("cost".into(), json!(lease.cost()));
+                        let slot = LeaseSlot::new(lease);
                         if let Some(n) = step.get("as").and_then(Value::as_str) {
-                            self.leases.insert(n.to_owned(), lease);
+                            self.leases.insert(n.to_owned(), slot);
+                        } else {
+                            // An unnamed lease is never given back.
+                            let _ = slot;
                         }
                     }
                     Err(e) => {
@@ -544,17 +543,43 @@ impl Ctx {
             }
             "quota_success" => {
                 let q = self.quota.clone().ok_or("the case has no quota")?;
-                let lease = match step.get("lease").and_then(Value::as_str) {
-                    Some(n) => Some(
-                        self.leases
-                            .remove(n)
-                            .ok_or_else(|| format!("no lease named {n:?}"))?,
-                    ),
-                    None => None,
+                let foreign = step.get("foreign").and_then(Value::as_bool).unwrap_or(false);
+                let result = match step.get("lease").and_then(Value::as_str) {
+                    Some(n) => {
+                        let slot = self
+                            .leases
+                            .get(n)
+                            .ok_or_else(|| format!("no lease named {n:?}"))?;
+                        if foreign {
+                            let cfg = self
+                                .config
+                                .quota
+                                .as_ref()
+                                .ok_or("no quota config")?
+                                .to_config()
+                                .map_err(|e| e.to_string())?;
+                            let other = RetryQuota::new(cfg).map_err(|e| e.to_string())?;
+                            slot.take(&other).and_then(|l| other.on_success(Some(l)))
+                        } else {
+                            slot.take(&q).and_then(|l| q.on_success(Some(l)))
+                        }
+                    }
+                    None => q.on_success(None),
                 };
-                q.on_success(lease);
+                if let Err(e) = result {
+                    a.insert("error".into(), json!(HoldoffError::from(e).name()));
+                }
                 a.insert("available".into(), json!(q.available()));
-                check(expect, &a, &["available"])
+                check(expect, &a, &["available", "error"])
+            }
+            "group_snapshot" => {
+                let g = self.group.as_ref().ok_or("the case has no group")?;
+                let s = g.snapshot();
+                a.insert("keys".into(), json!(g.keys()));
+                a.insert("max_keys".into(), json!(s.max_keys));
+                a.insert("evictions".into(), json!(s.evictions));
+                a.insert("overflows".into(), json!(s.overflows));
+                check(expect, &a, &["keys", "max_keys", "evictions", "overflows"])
             }
             "before" => {
                 let policy = self.policy.as_ref().ok_or("the case has no policy")?;
@@ -569,7 +594,8 @@ impl Ctx {
                             .and_then(Value::as_str)
                             .unwrap_or("_last")
                             .to_owned();
-                        self.permits.insert(name, (PermitSlot::new(p), None));
+                        self.permits
+                            .insert(name, (PermitSlot::new(p), Arc::clone(policy.breaker())));
                     }
                     Before::Wait(d) => {
                         a.insert("action".into(), json!("wait"));
@@ -622,16 +648,25 @@ impl Ctx {
                         );
                     }
                 };
-                let result = if let Some(status) = step.get("status").and_then(Value::as_u64) {
+                let result = if let Some(status) = step.get("status").and_then(Value::as_i64) {
                     let headers = headers(step)?;
-                    policy
-                        .after_response(
-                            call,
-                            permit,
-                            u16::try_from(status).unwrap_or(0),
-                            headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-                        )
-                        .map(|(d, c)| (d, Some(c.outcome)))
+                    // A value that is not a status never reaches the policy in a typed language;
+                    // the permit is then given back as cancelled, as the policy does itself.
+                    match u16::try_from(status) {
+                        Ok(s) => policy
+                            .after_response(
+                                call,
+                                permit,
+                                s,
+                                headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                            )
+                            .map(|(d, c)| (d, Some(c.outcome))),
+                        Err(_) => {
+                            let e = holdoff::check_status(status).expect_err("not a u16");
+                            let _ = policy.breaker().record(permit, Outcome::Cancelled);
+                            Err(HoldoffError::from(e))
+                        }
+                    }
                 } else {
                     let o = outcome(step.get("outcome").ok_or("after needs outcome or status")?)?;
                     policy
@@ -667,15 +702,6 @@ impl Ctx {
             }
             other => Err(format!("unknown op {other:?}")),
         }
-    }
-}
-
-fn source_name(s: HintSource) -> &'static str {
-    match s {
-        HintSource::RetryAfter => "retry_after",
-        HintSource::RateLimitReset => "ratelimit_reset",
-        HintSource::XRateLimitReset => "x_ratelimit_reset",
-        HintSource::None => "none",
     }
 }
 

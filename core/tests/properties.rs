@@ -151,11 +151,15 @@ proptest! {
                 Op::Record(i, kind) if !held.is_empty() => {
                     let p = held.remove(i % held.len()).unwrap();
                     let was_probe = p.is_probe();
+                    // A probe of the current episode that is no longer in flight was lost (or
+                    // discarded by a failed sibling): its late answer moves nothing.
+                    let this_episode = was_probe && p.episode() == b.snapshot().episode;
                     let outcome = kind.outcome();
                     let effect = b.record(p, outcome).unwrap();
                     let failure = matches!(kind, OutcomeKind::Failure | OutcomeKind::Timeout)
                         || matches!(kind, OutcomeKind::RetryLater(_));
-                    if failure && b.snapshot().state != holdoff::State::Closed {
+                    let moves_nothing = effect == Effect::Stale && this_episode;
+                    if failure && !moves_nothing && b.snapshot().state != holdoff::State::Closed {
                         streak = 0;
                     }
                     if was_probe && effect == Effect::Counted

@@ -79,10 +79,10 @@ fn shared_breaker_and_quota_balance() {
                     }
                     if outcome == Outcome::Failure {
                         if let Ok(lease) = q.acquire(n % 3 == 0) {
-                            spent.fetch_add(lease.cost, Ordering::Relaxed);
+                            spent.fetch_add(lease.cost(), Ordering::Relaxed);
                             if n % 2 == 0 {
-                                refunded.fetch_add(lease.cost, Ordering::Relaxed);
-                                q.on_success(Some(lease));
+                                refunded.fetch_add(lease.cost(), Ordering::Relaxed);
+                                q.on_success(Some(lease)).unwrap();
                             }
                         }
                     }

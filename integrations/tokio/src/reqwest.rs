@@ -174,7 +174,7 @@ impl Middleware for HoldoffMiddleware {
                     let guard = PolicyAttempt::new(&policy, &mut call, permit);
                     let result = next.clone().run(this, extensions).await;
                     let (outcome, decision) = guard.finish(|p, c, permit| match &result {
-                        Ok(resp) if holdoff::check_status(resp.status().as_u16()).is_ok() => {
+                        Ok(resp) if holdoff::check_status(i64::from(resp.status().as_u16())).is_ok() => {
                             let headers = resp
                                 .headers()
                                 .iter()
