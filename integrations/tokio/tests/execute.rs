@@ -197,7 +197,7 @@ async fn an_open_breaker_refuses_the_first_attempt_without_running_it() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_dropped_probe_is_recorded_as_cancelled_and_frees_its_slot() {
+async fn a_dropped_probe_is_recorded_as_cancelled_and_frees_its_slot_not_its_window() {
     let p = policy();
     trip(&p);
     advance(Duration::from_secs(30)).await;
@@ -213,10 +213,12 @@ async fn a_dropped_probe_is_recorded_as_cancelled_and_frees_its_slot() {
     let s = p.breaker().snapshot();
     assert_eq!(s.probes, 1);
     assert_eq!(s.probes_in_flight, 0, "the cancelled probe freed its slot");
-    assert!(s.probe_ready, "and re-opened the window it was admitted in");
+    assert!(!s.probe_ready, "but its window stays spent: it may have reached the upstream");
+    assert_eq!(s.retry_after, Some(Duration::from_secs(29)));
     assert_eq!(s.recoveries, 0, "a cancellation counts for nothing");
 
-    // So the next caller probes at once instead of waiting out the probe timeout.
+    // The next caller probes when the interval ends, not after the probe timeout.
+    advance(Duration::from_secs(29)).await;
     let (op, _) = script(vec![Ok(9)]);
     assert_eq!(execute(&p, op, classify).await.unwrap(), 9);
     assert_eq!(p.breaker().snapshot().recoveries, 1);
@@ -292,7 +294,7 @@ async fn breaker_only_call_admits_records_and_refuses() {
         }) if d == Duration::from_secs(30)
     ));
     advance(Duration::from_secs(30)).await;
-    // A dropped probe frees its slot at once.
+    // A dropped probe frees its slot at once; its window stays spent.
     let r = timeout(
         Duration::from_millis(10),
         call(&b, pending::<Result<u32, Fail>>(), classify),
@@ -300,7 +302,8 @@ async fn breaker_only_call_admits_records_and_refuses() {
     .await;
     assert!(r.is_err());
     let s = b.snapshot();
-    assert_eq!((s.probes, s.probes_in_flight, s.probe_ready), (1, 0, true));
+    assert_eq!((s.probes, s.probes_in_flight, s.probe_ready), (1, 0, false));
+    advance(Duration::from_secs(30)).await;
     let r = call(&b, async { Ok::<u32, Fail>(2) }, classify).await;
     assert_eq!(r.unwrap(), 2);
     assert_eq!(b.snapshot().state, State::HalfOpen);
