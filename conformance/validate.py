@@ -11,7 +11,8 @@ JSON Schema cannot express:
   `quota_success`);
 * every op has the part of the configuration it needs (a budget for `decide`, a quota for the
   quota ops, `"policy": true` for `before` / `after`, a breaker for breaker ops, `"group": true`
-  for steps that name a `key` and for `group_snapshot`; `config.group` only in group cases).
+  for steps that name a `key` and for `group_snapshot`; `config.group` only in group cases;
+  `"policy": true` for `execute`, whose attempts and waits move the clock).
 
 Usage: python3 conformance/validate.py [CASES_DIR]
 Prints one line per problem and a one-line summary; exits 1 on any problem.
@@ -68,6 +69,15 @@ def check_case(case: dict, where: str) -> list[str]:
                 now = step["to_ms"]
         elif op == "clock_advance":
             now += step["by_ms"] * repeat
+        elif op == "execute":
+            # The helper moves the clock: each attempt made takes its `takes_ms`, each wait its
+            # delay; the expectation says how many of each there are.
+            exp = step.get("expect", {})
+            made = step["script"][: len(exp.get("attempts", step["script"]))]
+            took = sum(a.get("takes_ms", 0) for a in made)
+            waited = sum(w.get("delay_ms", 0) for w in exp.get("waits", []))
+            # Repetitions at fixed times overlap nothing: only the last one's duration counts.
+            now += (took + waited) * (1 if "at" in step and every else repeat)
 
         if op in BREAKER_OPS and "breaker" not in config:
             problems.append(f"{here}: the case has no breaker")
@@ -81,6 +91,8 @@ def check_case(case: dict, where: str) -> list[str]:
             problems.append(f"{here}: the case has no quota")
         if op == "group_snapshot" and not group:
             problems.append(f"{here}: group_snapshot needs \"group\": true")
+        if op == "execute" and (not policy or group):
+            problems.append(f"{here}: execute needs \"policy\": true and no group")
         if op in {"before", "after"} and not policy:
             problems.append(f"{here}: policy ops need \"policy\": true")
 

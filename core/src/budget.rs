@@ -136,6 +136,9 @@ pub enum GiveUpReason {
     BreakerOpen,
     /// The call was cancelled.
     Cancelled,
+    /// The call's total time ran out, or the next wait would not leave time for another
+    /// attempt within it (an execution's `total_timeout`).
+    TotalTimeout,
 }
 
 impl GiveUpReason {
@@ -151,6 +154,7 @@ impl GiveUpReason {
             GiveUpReason::QuotaEmpty => "quota_empty",
             GiveUpReason::BreakerOpen => "breaker_open",
             GiveUpReason::Cancelled => "cancelled",
+            GiveUpReason::TotalTimeout => "total_timeout",
         }
     }
 }

@@ -78,6 +78,41 @@ pub struct HoldoffConfig {
     pub classifier: Option<ClassifierSpec>,
     /// The bound of a breaker group (when `breaker` is a group's template).
     pub group: Option<GroupSpec>,
+    /// The time limits of a call through the retry helpers.
+    pub execute: Option<ExecuteSpec>,
+}
+
+/// The time limits of one call (`attempt_timeout_ms`, `total_timeout_ms`): absent takes the
+/// default (no attempt limit, 60 s total), `null` is no limit.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteSpec {
+    /// Longest one attempt may take, ms; `null`: no limit (the default).
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub attempt_timeout_ms: Option<Option<Num>>,
+    /// Longest the whole call may take, ms; `null`: no limit. Default 60 000.
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub total_timeout_ms: Option<Option<Num>>,
+}
+
+// Absent is `None` (the default applies), `null` is `Some(None)` (no limit).
+fn explicit_null<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Option<Num>>, D::Error> {
+    Option::<Num>::deserialize(d).map(Some)
+}
+
+impl ExecuteSpec {
+    /// The limits, validated.
+    pub fn to_config(&self) -> Result<crate::execution::ExecutionConfig, ConfigError> {
+        let mut c = crate::execution::ExecutionConfig::default();
+        if let Some(v) = self.attempt_timeout_ms {
+            c.attempt_timeout = v.map(|n| ms("execute.attempt_timeout", n)).transpose()?;
+        }
+        if let Some(v) = self.total_timeout_ms {
+            c.total_timeout = v.map(|n| ms("execute.total_timeout", n)).transpose()?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
 }
 
 /// A breaker group's bound.

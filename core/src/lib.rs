@@ -13,6 +13,8 @@
 //! * [`RetryQuota`] (`quota.rs`): a token bucket shared by all callers of an upstream.
 //! * [`parse_retry_after`] (`retry_after.rs`) and the HTTP [`Classifier`] (`http.rs`).
 //! * [`Policy`] (`policy.rs`): breaker + budget + quota for one upstream.
+//! * [`Execution`] (`execution.rs`): the retry loop of one logical call over a policy, as a
+//!   state machine; every language's retry helpers are this loop.
 //!
 //! **Sans-IO**: nothing here sleeps, spawns or reads a clock behind the caller's back. Every
 //! object is built with a [`Clock`]; every public operation reads it at most once, and the
@@ -47,6 +49,7 @@ pub mod clock;
 #[cfg(feature = "serde")]
 pub mod config;
 pub mod error;
+pub mod execution;
 pub mod group;
 pub mod http;
 pub mod policy;
@@ -64,6 +67,7 @@ pub use breaker::{
 pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, WaitSource};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::{ClockError, ConfigError, HoldoffError, InputError, PermitError};
+pub use execution::{AttemptPlan, Attempted, Execution, ExecutionConfig, GaveUp, Step, Verdict, WaitPlan};
 pub use group::{BreakerGroup, GroupSnapshot};
 pub use http::{check_status, Classification, Classifier, ClassifierConfig};
 pub use policy::{Before, Call, Policy};

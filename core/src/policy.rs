@@ -119,7 +119,18 @@ impl Policy {
     /// Before an attempt: go, wait for the breaker, or give up.
     pub fn before_attempt(&self, call: &mut Call) -> Before {
         let now = LazyNow::new(&**self.breaker.clock());
-        match self.breaker.allow_at(&now) {
+        self.before_within(call, &now, None)
+    }
+
+    /// [`Policy::before_attempt`] at the caller's reading, within `limit` (what is left of a
+    /// call's total time, if it has one): a wait for the breaker must also be shorter than it.
+    pub(crate) fn before_within(
+        &self,
+        call: &mut Call,
+        now: &LazyNow<'_>,
+        limit: Option<Duration>,
+    ) -> Before {
+        match self.breaker.allow_at(now) {
             Ok(p) => {
                 call.attempts += 1;
                 Before::Go(p)
@@ -128,7 +139,9 @@ impl Policy {
                 // A first attempt fails fast (the breaker's point, and no herd of parked callers
                 // waking together); a retry waits if the breaker opens within its budget.
                 Some(wait)
-                    if call.attempts > 0 && wait <= self.budget.remaining_at(&call.retry, now.get()) =>
+                    if call.attempts > 0
+                        && wait <= self.budget.remaining_at(&call.retry, now.get())
+                        && limit.map_or(true, |l| wait < l) =>
                 {
                     Before::Wait(wait)
                 }
@@ -149,7 +162,7 @@ impl Policy {
         outcome: Outcome,
     ) -> Result<Decision, PermitError> {
         let now = LazyNow::new(&**self.breaker.clock());
-        self.after_at(call, permit, outcome, &now)
+        self.after_within(call, permit, outcome, &now, None)
     }
 
     /// [`Policy::after_attempt`] for an HTTP response: classifies (status, headers) with the
@@ -177,16 +190,20 @@ impl Policy {
         }
         let wall: SystemTime = now.wall();
         let c = self.classifier.classify(status, headers, wall)?;
-        let d = self.after_at(call, permit, c.outcome, &now)?;
+        let d = self.after_within(call, permit, c.outcome, &now, None)?;
         Ok((d, c))
     }
 
-    fn after_at(
+    /// [`Policy::after_attempt`] at the caller's reading, within `limit` (what is left of a
+    /// call's total time, if it has one): a retry whose wait is not shorter than the limit gives
+    /// up with [`GiveUpReason::TotalTimeout`] before the quota pays for it.
+    pub(crate) fn after_within(
         &self,
         call: &mut Call,
         permit: Permit,
         outcome: Outcome,
         now: &LazyNow<'_>,
+        limit: Option<Duration>,
     ) -> Result<Decision, PermitError> {
         self.breaker.record_at(permit, outcome, now)?;
         let decision = self.budget.decide_with(&mut call.retry, outcome, now);
@@ -223,6 +240,14 @@ impl Policy {
                     }
                     Some(_) => (delay, source),
                 };
+                // The call's total time is a budget like the others: a wait that leaves no time
+                // for the attempt after it gives up now rather than sleeping into the limit.
+                if limit.is_some_and(|l| delay >= l) {
+                    return Ok(Decision::GiveUp {
+                        reason: GiveUpReason::TotalTimeout,
+                        server_delay,
+                    });
+                }
                 if let Some(q) = &self.quota {
                     match q.acquire(outcome == Outcome::Timeout) {
                         Ok(lease) => call.lease = Some(lease),

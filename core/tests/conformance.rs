@@ -11,9 +11,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use holdoff::config::HoldoffConfig;
 use holdoff::{
-    hint_from_headers, parse_retry_after, Before, Breaker, BreakerGroup, Call, Classifier, Decision,
-    HoldoffError, Instant, LeaseSlot, ManualClock, Outcome, PermitSlot, Policy, RetryAfter, RetryBudget,
-    RetryQuota, RetryState, StateChange,
+    hint_from_headers, parse_retry_after, Attempted, Before, Breaker, BreakerGroup, Call, Classifier,
+    Decision, Execution, ExecutionConfig, HoldoffError, Instant, LeaseSlot, ManualClock, Outcome, PermitSlot,
+    Policy, RetryAfter, RetryBudget, RetryQuota, RetryState, StateChange, Step, Verdict,
 };
 use serde_json::{json, Map, Value};
 
@@ -700,9 +700,175 @@ impl Ctx {
                     ],
                 )
             }
+            "execute" => {
+                let policy = self.policy.as_ref().ok_or("the case has no policy")?;
+                let cfg = self
+                    .config
+                    .execute
+                    .clone()
+                    .unwrap_or_default()
+                    .to_config()
+                    .map_err(|e| e.to_string())?;
+                let got = execute(policy, cfg, &self.clock, step)?;
+                check_execute(expect, &got)
+            }
             other => Err(format!("unknown op {other:?}")),
         }
     }
+}
+
+/// Runs one `execute` step through the core's [`Execution`], as a helper does: each attempt does
+/// what the script says (moving the manual clock by its `takes_ms`), each wait advances the
+/// clock by its delay, and `cancel_in_wait` cancels during that wait. Returns what a helper's
+/// hooks and its caller would see: `attempts`, `waits` and `result`.
+fn execute(policy: &Policy, cfg: ExecutionConfig, clock: &ManualClock, step: &Value) -> R<Value> {
+    let script = step
+        .get("script")
+        .and_then(Value::as_array)
+        .ok_or("execute needs a script")?;
+    let cancel_in_wait = step.get("cancel_in_wait").and_then(Value::as_u64);
+    let mut exec = Execution::new(policy, cfg).map_err(|e| e.to_string())?;
+    let (mut attempts, mut waits) = (Vec::new(), Vec::new());
+    let mut step_now = exec.next_step().map_err(|e| e.to_string())?;
+    let verdict = loop {
+        match step_now {
+            Step::Attempt(plan) => {
+                let item = script
+                    .get(plan.number as usize - 1)
+                    .ok_or_else(|| format!("attempt {} is not in the script", plan.number))?;
+                let at = clock.peek().as_nanos() / 1_000_000;
+                let takes = item.get("takes_ms").and_then(Value::as_u64).unwrap_or(0);
+                clock.advance(Duration::from_millis(takes));
+                let next = if let Some(r) = item.get("response") {
+                    let status = r
+                        .get("status")
+                        .and_then(Value::as_i64)
+                        .ok_or("response needs a status")?;
+                    let hs = headers(r)?;
+                    exec.complete_response(status, hs.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+                } else {
+                    exec.complete(attempted(item)?)
+                }
+                .map_err(|e| e.to_string())?;
+                attempts.push(json!({
+                    "at": at,
+                    "probe": plan.probe,
+                    "outcome": exec.last_outcome().map(|o| o.name()),
+                }));
+                step_now = next;
+            }
+            Step::Wait(w) => {
+                waits.push(json!({
+                    "delay_ms": ms(w.delay),
+                    "source": w.source.name(),
+                    "capped": w.capped,
+                    "server_delay_ms": opt_ms(w.server_delay),
+                }));
+                if cancel_in_wait == Some(waits.len() as u64) {
+                    break exec.cancel();
+                }
+                clock.advance(w.delay);
+                step_now = exec.next_step().map_err(|e| e.to_string())?;
+            }
+            Step::Finish(v) => break v,
+        }
+    };
+    let n = verdict.attempts();
+    let cause = if n > 0 { json!(n) } else { Value::Null };
+    let result = match verdict {
+        Verdict::Return { .. } => json!({"returns": n}),
+        Verdict::Rethrow { .. } => json!({"raises": "original", "attempt": n}),
+        Verdict::BreakerOpen { retry_after, .. } => json!({
+            "raises": "breaker_open", "attempts": n, "retry_after_ms": opt_ms(retry_after), "cause": cause,
+        }),
+        Verdict::GiveUp(g) => json!({
+            "raises": "give_up", "reason": g.reason.name(), "attempts": n,
+            "retry_after_ms": opt_ms(g.retry_after), "server_delay_ms": opt_ms(g.server_delay),
+            "capped": g.capped, "cause": cause,
+        }),
+        Verdict::Cancelled { .. } => json!({"raises": "cancelled", "attempts": n}),
+        Verdict::InvalidInput { .. } => json!({"raises": "invalid_input", "attempts": n}),
+    };
+    Ok(json!({"attempts": attempts, "waits": waits, "result": result}))
+}
+
+/// What a scripted attempt that does not return a response reports.
+fn attempted(item: &Value) -> R<Attempted> {
+    if let Some(o) = item.get("returns") {
+        return Ok(Attempted::Returned(outcome(o)?));
+    }
+    if item.get("hits_deadline").and_then(Value::as_bool) == Some(true) {
+        return Ok(Attempted::Raised(Outcome::Timeout));
+    }
+    if item.get("cancelled").and_then(Value::as_bool) == Some(true) {
+        return Ok(Attempted::Cancelled);
+    }
+    Ok(
+        match item
+            .get("raises")
+            .ok_or("an attempt returns, responds or raises")?
+        {
+            Value::String(s) => match s.as_str() {
+                "transport" => Attempted::Raised(Outcome::Failure),
+                "timeout" => Attempted::Raised(Outcome::Timeout),
+                "answer" => Attempted::Raised(Outcome::Answer),
+                "bug" => Attempted::Bug,
+                other => return Err(format!("unknown raise {other:?}")),
+            },
+            v => Attempted::Raised(outcome(v)?),
+        },
+    )
+}
+
+/// Compares an `execute` step's expectation: `attempts` and `waits` are exact lists (each item
+/// asserting the keys it lists), `result` asserts the keys it lists.
+fn check_execute(expect: Option<&Value>, got: &Value) -> R<()> {
+    let Some(expect) = expect.and_then(Value::as_object) else {
+        return Ok(());
+    };
+    for (k, v) in expect {
+        match k.as_str() {
+            "attempts" | "waits" => {
+                let want = v.as_array().ok_or("attempts and waits are arrays")?;
+                let have = got[k].as_array().expect("array");
+                if want.len() != have.len() {
+                    return Err(format!(
+                        "{k}: expected {}, got {}: {}",
+                        want.len(),
+                        have.len(),
+                        got[k]
+                    ));
+                }
+                let keys: &[&str] = if k == "attempts" {
+                    &["at", "probe", "outcome"]
+                } else {
+                    &["delay_ms", "source", "capped", "server_delay_ms"]
+                };
+                for (i, (w, h)) in want.iter().zip(have).enumerate() {
+                    check(Some(w), h.as_object().expect("object"), keys)
+                        .map_err(|e| format!("{k}[{i}]: {e}"))?;
+                }
+            }
+            "result" => check(
+                Some(v),
+                got["result"].as_object().expect("object"),
+                &[
+                    "returns",
+                    "raises",
+                    "reason",
+                    "attempts",
+                    "attempt",
+                    "retry_after_ms",
+                    "server_delay_ms",
+                    "capped",
+                    "cause",
+                ],
+            )
+            .map_err(|e| format!("result: {e}"))?,
+            other => return Err(format!("unknown expect key {other:?}")),
+        }
+    }
+    Ok(())
 }
 
 fn headers(step: &Value) -> R<Vec<(String, String)>> {
