@@ -30,6 +30,17 @@
 #include <stdint.h>
 
 /**
+ * The `max_keys` of a group made by `holdoff_group_new` (and of a neutral configuration
+ * without `group.max_keys`).
+ */
+#define HOLDOFF_GROUP_DEFAULT_MAX_KEYS 10000
+
+/**
+ * The largest `max_keys` a group accepts (`holdoff_group_new_with_max_keys`).
+ */
+#define HOLDOFF_GROUP_MAX_KEYS_LIMIT 100000000
+
+/**
  * `holdoff_config_parts` bit: the configuration has a `breaker` part.
  */
 #define HOLDOFF_CONFIG_BREAKER 1
@@ -48,6 +59,11 @@
  * `holdoff_config_parts` bit: the configuration has a `classifier` part.
  */
 #define HOLDOFF_CONFIG_CLASSIFIER 8
+
+/**
+ * `holdoff_config_parts` bit: the configuration has a `group` part (`max_keys`).
+ */
+#define HOLDOFF_CONFIG_GROUP 16
 
 /**
  * Major version of this header and library.
@@ -75,7 +91,7 @@
  * for another ABI must not be used (holdoff promises no ABI stability before 1.0; link it
  * statically).
  */
-#define HOLDOFF_ABI_VERSION 1
+#define HOLDOFF_ABI_VERSION 2
 
 /**
  * What a `holdoff_*` function did. Every fallible function returns one.
@@ -120,9 +136,10 @@ enum holdoff_status
      */
     HOLDOFF_STATUS_INVALID_CONFIG = 200,
     /**
-     * An argument of an operation is out of range: an HTTP status outside 100..=599, an enum
-     * value this library does not know, text that is not UTF-8, a system clock set by hand.
-     * Stable name `invalid_input`.
+     * An argument of an operation is out of range: a value that is not an HTTP status at all
+     * (outside 0..=999; the last-error field is `status`), an enum value this library does not
+     * know, text that is not UTF-8, an index past the end of a key list, a system clock set by
+     * hand, a quota lease that was not acquired. Stable name `invalid_input`.
      */
     HOLDOFF_STATUS_INVALID_INPUT = 201,
     /**
@@ -134,8 +151,8 @@ enum holdoff_status
      */
     HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED = 203,
     /**
-     * The permit was issued by another breaker. The permit stays usable on its own breaker.
-     * Stable name `foreign_permit`.
+     * The permit was issued by another breaker (or the quota lease by another quota). It stays
+     * usable on its own. Stable name `foreign_permit`.
      */
     HOLDOFF_STATUS_FOREIGN_PERMIT = 204,
     /**
@@ -444,6 +461,16 @@ enum holdoff_give_up_reason
      * The call was cancelled.
      */
     HOLDOFF_GIVE_UP_REASON_CANCELLED = 7,
+    /**
+     * The server asked for longer than the Retry-After cap and the budget gives up then
+     * (`holdoff_budget_options.give_up_above_cap`); the decision carries the server's delay.
+     */
+    HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP = 8,
+    /**
+     * The call's total time ran out, or the next wait would not leave time for another attempt
+     * within it.
+     */
+    HOLDOFF_GIVE_UP_REASON_TOTAL_TIMEOUT = 9,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -491,7 +518,8 @@ typedef uint32_t holdoff_unusable;
 #endif // __cplusplus
 
 /**
- * Which header a delay hint came from.
+ * Which header a delay hint came from. The values are stable codes, not the order of
+ * precedence (`holdoff_hint_from_headers` gives that).
  */
 enum holdoff_hint_source
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -514,6 +542,19 @@ enum holdoff_hint_source
      * No header carried a hint.
      */
     HOLDOFF_HINT_SOURCE_NONE = 3,
+    /**
+     * `retry-after-ms` (milliseconds).
+     */
+    HOLDOFF_HINT_SOURCE_RETRY_AFTER_MS = 4,
+    /**
+     * `x-ms-retry-after-ms` (milliseconds).
+     */
+    HOLDOFF_HINT_SOURCE_X_MS_RETRY_AFTER_MS = 5,
+    /**
+     * `RateLimit`, the structured field of the IETF rate-limit draft (its `t` parameter,
+     * seconds).
+     */
+    HOLDOFF_HINT_SOURCE_RATELIMIT = 6,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -588,11 +629,25 @@ typedef struct holdoff_clock holdoff_clock;
 typedef struct holdoff_config holdoff_config;
 
 /**
- * Breakers keyed by upstream (host, registry, provider), created on first use from one
+ * Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
  * template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
  * `holdoff_group_free`.
+ *
+ * Bounded, because keys often come from request data: the group keeps at most `max_keys`
+ * breakers (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` unless created with
+ * `holdoff_group_new_with_max_keys`). A new key at a full group evicts the least recently used
+ * idle breaker (closed, no failure counted); open, half-open, forced-open and disabled breakers,
+ * and closed ones counting failures, are never evicted. With none idle among the 64 least
+ * recently used, the new key gets an overflow breaker the group does not keep: no call fails
+ * because the group is full. `holdoff_group_snapshot` counts evictions and overflows.
  */
 typedef struct holdoff_group holdoff_group;
+
+/**
+ * The keys a group keeps, copied at one moment (`holdoff_group_keys`), sorted by their bytes.
+ * Immutable and thread-safe. Free with `holdoff_key_list_free`.
+ */
+typedef struct holdoff_key_list holdoff_key_list;
 
 /**
  * One upstream's breaker, retry budget, optional quota and classifier. Thread-safe: share it
@@ -870,6 +925,28 @@ typedef struct holdoff_event {
 } holdoff_event;
 
 /**
+ * A side-effect-free view of a group's counts (`holdoff_group_snapshot`).
+ */
+typedef struct holdoff_group_stats {
+    /**
+     * Breakers the group keeps now (at most `max_keys`).
+     */
+    size_t keys;
+    /**
+     * The bound on `keys`.
+     */
+    size_t max_keys;
+    /**
+     * Idle breakers evicted to make room for a new key, since the group was made.
+     */
+    uint64_t evictions;
+    /**
+     * Overflow breakers handed out (not kept) because nothing could be evicted.
+     */
+    uint64_t overflows;
+} holdoff_group_stats;
+
+/**
  * Configuration of a retry budget. Fill it with `holdoff_budget_options_init`, then change
  * fields. Durations are nanoseconds.
  */
@@ -915,6 +992,14 @@ typedef struct holdoff_budget_options {
      * Retries allowed on the counted path (0 disables it). Default 10.
      */
     uint32_t max_retries;
+    /**
+     * What to do when a server asks for longer than `retry_after_cap_ns`: 0 (default) waits the
+     * cap and the decision says `capped`; 1 gives up at once with
+     * `HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP` and the server's delay (for callers who
+     * would rather reschedule than ask before the time the server named). Other values are
+     * `HOLDOFF_STATUS_INVALID_CONFIG` (`budget.give_up_above_cap`).
+     */
+    uint8_t give_up_above_cap;
 } holdoff_budget_options;
 
 /**
@@ -947,7 +1032,8 @@ typedef struct holdoff_decision {
      */
     uint8_t capped;
     /**
-     * 1 if `server_delay_ns` is set.
+     * 1 if `server_delay_ns` is set (kind `RETRY` on the Retry-After path; kind `GIVE_UP` when
+     * the server's delay was the reason, e.g. `RETRY_AFTER_ABOVE_CAP`).
      */
     uint8_t has_server_delay;
 } holdoff_decision;
@@ -1064,6 +1150,17 @@ typedef struct holdoff_classification {
      * The `holdoff_outcome` the breaker and budget are told.
      */
     uint32_t outcome;
+    /**
+     * The provider's `x-should-retry` (1 for `true`, 0 for `false`), when `has_should_retry`.
+     * `false` makes any status from 400 up an answer and `true` makes an answer a failure; it
+     * never changes a success, a broken status or a status the options list (`outcome` already
+     * says the result).
+     */
+    uint8_t should_retry;
+    /**
+     * 1 if the response carried `x-should-retry: true` or `false`.
+     */
+    uint8_t has_should_retry;
 } holdoff_classification;
 
 /**
@@ -1120,8 +1217,9 @@ typedef struct holdoff_quota_options {
 } holdoff_quota_options;
 
 /**
- * The result of `holdoff_quota_acquire`. Give an acquired lease back with
- * `holdoff_quota_on_success` when the call finally succeeds (at most once).
+ * The result of `holdoff_quota_acquire`: a lease on the tokens of one retry. Give an acquired
+ * lease back with `holdoff_quota_on_success` on the quota that issued it, when the call finally
+ * succeeds (at most once). A plain value: copy it freely, but give back only one copy.
  */
 typedef struct holdoff_quota_lease {
     /**
@@ -1141,6 +1239,14 @@ typedef struct holdoff_quota_lease {
      * 0 until given back; the library sets it to 1 (atomically). Do not write it.
      */
     uint8_t returned;
+    /**
+     * Reserved, 0.
+     */
+    uint16_t reserved;
+    /**
+     * Internal: the issuing quota's id (0 when not acquired). Do not modify.
+     */
+    uint32_t raw_quota;
 } holdoff_quota_lease;
 
 #ifdef __cplusplus
@@ -1292,7 +1398,8 @@ holdoff_status holdoff_breaker_disable(const struct holdoff_breaker *breaker);
 holdoff_status holdoff_breaker_reset(const struct holdoff_breaker *breaker);
 
 /**
- * Creates an empty group whose breakers are built from `template` and read `clock`.
+ * Creates an empty group of at most `HOLDOFF_GROUP_DEFAULT_MAX_KEYS` breakers, built from
+ * `template` and reading `clock`.
  *
  * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` (the template is validated now, so
  * `holdoff_group_get` cannot fail on configuration); `HOLDOFF_STATUS_ABI_MISMATCH`;
@@ -1308,6 +1415,21 @@ holdoff_status holdoff_group_new(const struct holdoff_breaker_options *template_
                                  struct holdoff_group **out);
 
 /**
+ * Creates an empty group of at most `max_keys` breakers (1..=`HOLDOFF_GROUP_MAX_KEYS_LIMIT`),
+ * built from `template` and reading `clock`. 0 is refused, not taken as the default.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` for the template (its field) or for `max_keys`
+ * (field `group.max_keys`); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * As `holdoff_group_new`.
+ */
+holdoff_status holdoff_group_new_with_max_keys(const struct holdoff_breaker_options *template_,
+                                               size_t max_keys,
+                                               const struct holdoff_clock *clock,
+                                               struct holdoff_group **out);
+
+/**
  * Releases a group handle. NULL does nothing. Breaker handles obtained from it stay valid.
  *
  * # Safety
@@ -1318,8 +1440,14 @@ holdoff_status holdoff_group_free(struct holdoff_group *group);
 
 /**
  * Writes a new handle to the breaker for `key` (UTF-8, `key_len` bytes, no NUL needed) to
- * `*out`, creating the breaker on first use. Every call returns a new handle to the same
- * breaker for the same key; free each with `holdoff_breaker_free`.
+ * `*out`: the one the group keeps for the key (created on first use), which this marks most
+ * recently used. A new key at a full group evicts the least recently used idle breaker, or,
+ * with none idle, gets an overflow breaker the group does not keep (each such call makes a
+ * fresh one). Free each handle with `holdoff_breaker_free`.
+ *
+ * Ask the group for the breaker of each call (a lookup takes tens of nanoseconds) and record
+ * a permit on the handle that admitted it: a handle kept longer may be to a breaker the group
+ * has since evicted (it stays valid and usable, but the group no longer hands it out).
  *
  * Errors: `HOLDOFF_STATUS_INVALID_INPUT` if the key is not UTF-8;
  * `HOLDOFF_STATUS_NULL_PARAMETER` (`key` may be NULL only if `key_len` is 0).
@@ -1334,7 +1462,8 @@ holdoff_status holdoff_group_get(const struct holdoff_group *group,
                                  struct holdoff_breaker **out);
 
 /**
- * Writes the number of breakers in the group to `*out_len`.
+ * Writes the number of breakers the group keeps to `*out_len` (overflow breakers are not
+ * kept).
  *
  * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
@@ -1344,8 +1473,71 @@ holdoff_status holdoff_group_get(const struct holdoff_group *group,
 holdoff_status holdoff_group_len(const struct holdoff_group *group, size_t *out_len);
 
 /**
+ * Writes the group's counts (breakers kept, `max_keys`, evictions, overflows) to `*out`,
+ * read together. Side-effect free: marks no key used.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `group` must be NULL or a live group handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_group_snapshot(const struct holdoff_group *group,
+                                      struct holdoff_group_stats *out);
+
+/**
+ * Copies the keys the group keeps now, sorted by their bytes, into a new key list written to
+ * `*out`. Side-effect free: marks no key used. Read it with `holdoff_key_list_len` and
+ * `holdoff_key_list_get`; free it with `holdoff_key_list_free`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `group` must be NULL or a live group handle; `out` NULL or valid for writing a pointer. On
+ * success the caller owns `*out` and frees it once with `holdoff_key_list_free`.
+ */
+holdoff_status holdoff_group_keys(const struct holdoff_group *group, struct holdoff_key_list **out);
+
+/**
+ * Releases a key list. NULL does nothing; the pointers `holdoff_key_list_get` gave become
+ * invalid.
+ *
+ * # Safety
+ * `list` must be NULL or a live key-list handle, not used again afterwards and not in use by
+ * another thread.
+ */
+holdoff_status holdoff_key_list_free(struct holdoff_key_list *list);
+
+/**
+ * Writes the number of keys in the list to `*out_len`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `list` must be NULL or a live key-list handle; `out_len` NULL or valid for a write.
+ */
+holdoff_status holdoff_key_list_len(const struct holdoff_key_list *list, size_t *out_len);
+
+/**
+ * Writes the key at `index` (0-based, in sorted order) to `*out_key` and its length in bytes
+ * (without the terminator) to `*out_key_len`. The key is UTF-8, followed by a NUL (it may
+ * itself hold NULs: use the length); the pointer stays valid until the list is freed.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for an index at or past the length (field `index`);
+ * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `list` must be NULL or a live key-list handle; `out_key` and `out_key_len` NULL or valid for
+ * a write.
+ */
+holdoff_status holdoff_key_list_get(const struct holdoff_key_list *list,
+                                    size_t index,
+                                    const char **out_key,
+                                    size_t *out_key_len);
+
+/**
  * Fills `*options` with the core's defaults (episode budget 30 min, Retry-After cap 300 s,
- * 10 retries, backoff 500 ms doubling to 60 s without jitter, counted budget 12 h, seed 0).
+ * 10 retries, backoff 500 ms doubling to 60 s without jitter, counted budget 12 h, a server's
+ * delay above the cap waits the cap, seed 0).
  *
  * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
@@ -1523,7 +1715,8 @@ holdoff_status holdoff_clock_advance(const struct holdoff_clock *clock, uint64_t
  *
  * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` with `holdoff_last_error_field` naming the first
  * invalid field as the conformance suite does (`breaker.open_interval.initial` for a NaN or
- * negative `initial_ms`; `config` for JSON that does not parse or has an unknown key);
+ * negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000; `config` for
+ * JSON that does not parse or has an unknown key);
  * `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
@@ -1566,7 +1759,8 @@ holdoff_status holdoff_config_new_breaker(const struct holdoff_config *config,
 
 /**
  * Creates a breaker group whose template is the configuration's `breaker` part (the core's
- * defaults if it has none), reading `clock`. Free it with `holdoff_group_free`.
+ * defaults if it has none), bounded by its `group.max_keys` (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS`
+ * if absent), reading `clock`. Free it with `holdoff_group_free`.
  *
  * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
@@ -1645,10 +1839,13 @@ holdoff_status holdoff_parse_retry_after(const char *value,
                                          struct holdoff_retry_after *out);
 
 /**
- * Reads the delay hint from response headers: every `Retry-After` field (agreeing values give
- * their value, disagreeing ones are `CONFLICTING`); without one, `RateLimit-Reset` (delta
- * seconds) and then `X-RateLimit-Reset` (epoch seconds). `wall_now_unix_ns` as for
- * `holdoff_parse_retry_after`.
+ * Reads the delay hint from response headers: the first present of, in this order,
+ * `retry-after-ms` and `x-ms-retry-after-ms` (milliseconds, decimals rounded up), `Retry-After`
+ * (every field: agreeing values give their value, disagreeing ones are `CONFLICTING`),
+ * `RateLimit` (the structured field's `t`, seconds), `RateLimit-Reset` (delta seconds) and
+ * `X-RateLimit-Reset` (epoch seconds). A present field is the hint even when unusable;
+ * `source` says which one it was (`HOLDOFF_HINT_SOURCE_NONE` without any). Every delay
+ * saturates at 2^32-1 seconds. `wall_now_unix_ns` as for `holdoff_parse_retry_after`.
  *
  * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`headers` may be NULL only if `n_headers` is 0).
  *
@@ -1674,7 +1871,9 @@ holdoff_status holdoff_classifier_options_init(struct holdoff_classifier_options
 /**
  * Creates a classifier. Default mapping: 1xx-3xx success; 429/503 with a usable non-zero hint
  * retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every other status an
- * answer. The override lists win, failures first.
+ * answer; a status outside 100..=599 (a 0, a 600, a 999) a failure, whatever else the response
+ * says. The override lists win over the default, failures first; then `x-should-retry: false`
+ * makes any status from 400 up an answer and `x-should-retry: true` makes an answer a failure.
  *
  * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (a status outside 100..=599);
  * `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
@@ -1698,17 +1897,19 @@ holdoff_status holdoff_classifier_free(struct holdoff_classifier *classifier);
 
 /**
  * Classifies a response: `status` and `n_headers` headers, with HTTP-dates compared with
- * `wall_now_unix_ns` (ns since the Unix epoch).
+ * `wall_now_unix_ns` (ns since the Unix epoch). `status` is whatever integer the HTTP client
+ * gave: 0..=999 is a status (one outside 100..=599 is a broken upstream, a failure); any other
+ * value is refused by the core's check.
  *
- * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a status outside 100..=599 (field `status`);
- * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a value outside 0..=999 (negative, 1000, 70000;
+ * field `status`); `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
  * `classifier` must be NULL or a live classifier handle; `headers` valid for reading
  * `n_headers` headers; `out` NULL or valid for a write.
  */
 holdoff_status holdoff_classifier_classify(const struct holdoff_classifier *classifier,
-                                           uint32_t status,
+                                           int64_t status,
                                            const struct holdoff_header *headers,
                                            size_t n_headers,
                                            uint64_t wall_now_unix_ns,
@@ -1811,10 +2012,13 @@ holdoff_status holdoff_policy_after(const struct holdoff_policy *policy,
  * `holdoff_policy_after` for an HTTP response: classifies (`status`, headers) with the
  * policy's classifier at the decision's one clock reading (so HTTP-dates and the delay agree),
  * then decides. Writes the classification to `*out_classification` if it is not NULL.
+ * `status` is whatever integer the HTTP client gave: 0..=999 is a status (one outside
+ * 100..=599 is a broken upstream, recorded as a failure).
  *
- * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a status outside 100..=599 (the permit is spent),
- * `HOLDOFF_STATUS_FOREIGN_PERMIT`, `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`,
- * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a value outside 0..=999 (negative, 1000, 70000;
+ * field `status`): the permit is then recorded as cancelled (a probe frees its slot at once,
+ * its window stays spent) and cannot be recorded again; `HOLDOFF_STATUS_FOREIGN_PERMIT`,
+ * `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`, `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
  * As `holdoff_policy_after`; `headers` valid for reading `n_headers` headers;
@@ -1823,7 +2027,7 @@ holdoff_status holdoff_policy_after(const struct holdoff_policy *policy,
 holdoff_status holdoff_policy_after_response(const struct holdoff_policy *policy,
                                              const struct holdoff_policy_call *call,
                                              struct holdoff_permit *permit,
-                                             uint32_t status,
+                                             int64_t status,
                                              const struct holdoff_header *headers,
                                              size_t n_headers,
                                              struct holdoff_decision *out,
@@ -1878,14 +2082,18 @@ holdoff_status holdoff_quota_acquire(const struct holdoff_quota *quota,
 
 /**
  * A call succeeded: refunds `lease` (marking it returned), or, if `lease` is NULL (the call
- * needed no retry), adds the configured refill. Never fills past capacity.
+ * needed no retry), adds the configured refill. Never fills past capacity. The core checks the
+ * lease: it must come from this quota and be given back once.
  *
- * Errors: `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED` if the lease was already returned;
- * `HOLDOFF_STATUS_INVALID_INPUT` if it was not acquired; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_FOREIGN_PERMIT` if another quota issued the lease (it stays usable
+ * on its own quota); `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED` if it was already given back;
+ * `HOLDOFF_STATUS_INVALID_INPUT` if it was not acquired (it holds no tokens); the field is
+ * `lease` for all three, and the bucket is unchanged. `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
  * `quota` must be NULL or a live quota handle; `lease` NULL or a valid, writable lease from
- * `holdoff_quota_acquire` on this quota.
+ * `holdoff_quota_acquire` (other threads may give back the same lease concurrently; only one
+ * succeeds).
  */
 holdoff_status holdoff_quota_on_success(const struct holdoff_quota *quota,
                                         struct holdoff_quota_lease *lease);
@@ -1941,64 +2149,65 @@ holdoff_status holdoff_debug_panic(void);
 
 /**
  * The stable name of a `holdoff_state` (`closed`, `open`, `half_open`, `forced_open`,
- * `disabled`); NULL for an unknown value. Static string.
+ * `disabled`; the core's names); NULL for an unknown value. Static string.
  */
 const char *holdoff_state_name(uint32_t state);
 
 /**
  * The stable name of a `holdoff_outcome` (`success`, `answer`, `failure`, `timeout`,
- * `retry_later`, `cancelled`); NULL for an unknown value. Static string.
+ * `retry_later`, `cancelled`; the core's names); NULL for an unknown value. Static string.
  */
 const char *holdoff_outcome_name(uint32_t outcome);
 
 /**
- * The stable name of a `holdoff_effect` (`counted`, `stale`, `ignored`); NULL for an unknown
- * value. Static string.
+ * The stable name of a `holdoff_effect` (`counted`, `stale`, `ignored`; the core's names);
+ * NULL for an unknown value. Static string.
  */
 const char *holdoff_effect_name(uint32_t effect);
 
 /**
  * The stable name of a `holdoff_reason` (`tripped`, `retry_later`, `probe_admitted`,
- * `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`); NULL for an unknown value.
- * Static string.
+ * `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`; the core's names); NULL
+ * for an unknown value. Static string.
  */
 const char *holdoff_reason_name(uint32_t reason);
 
 /**
- * The stable name of a `holdoff_decision_kind` (`done`, `retry`, `give_up`); NULL for an
- * unknown value. Static string.
+ * The stable name of a `holdoff_decision_kind` (`done`, `retry`, `give_up`, as the conformance
+ * suite spells them); NULL for an unknown value. Static string.
  */
 const char *holdoff_decision_kind_name(uint32_t kind);
 
 /**
- * The stable name of a `holdoff_wait_source` (`retry_after`, `backoff`, `breaker`); NULL for
- * an unknown value. Static string.
+ * The stable name of a `holdoff_wait_source` (`retry_after`, `backoff`, `breaker`; the core's
+ * names); NULL for an unknown value. Static string.
  */
 const char *holdoff_wait_source_name(uint32_t source);
 
 /**
  * The stable name of a `holdoff_give_up_reason` (`budget_spent`,
  * `retry_after_exceeds_remaining`, `backoff_exceeds_remaining`, `attempts_exhausted`,
- * `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`); NULL for an unknown value.
- * Static string.
+ * `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`, `retry_after_above_cap`,
+ * `total_timeout`; the core's names); NULL for an unknown value. Static string.
  */
 const char *holdoff_give_up_reason_name(uint32_t reason);
 
 /**
- * The stable name of a `holdoff_unusable` (`none`, `missing`, `malformed`, `signed`,
- * `conflicting`); NULL for an unknown value. Static string.
+ * The stable name of a `holdoff_unusable` (`none` for a usable hint, else the core's
+ * `missing`, `malformed`, `signed`, `conflicting`); NULL for an unknown value. Static string.
  */
 const char *holdoff_unusable_name(uint32_t unusable);
 
 /**
  * The stable name of a `holdoff_hint_source` (`retry_after`, `ratelimit_reset`,
- * `x_ratelimit_reset`, `none`); NULL for an unknown value. Static string.
+ * `x_ratelimit_reset`, `none`, `retry_after_ms`, `x_ms_retry_after_ms`, `ratelimit`, in code
+ * order; the core's names); NULL for an unknown value. Static string.
  */
 const char *holdoff_hint_source_name(uint32_t source);
 
 /**
- * The stable name of a `holdoff_before_action` (`go`, `wait`, `give_up`); NULL for an
- * unknown value. Static string.
+ * The stable name of a `holdoff_before_action` (`go`, `wait`, `give_up`, as the conformance
+ * suite spells them); NULL for an unknown value. Static string.
  */
 const char *holdoff_before_action_name(uint32_t action);
 

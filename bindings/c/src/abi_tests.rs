@@ -197,3 +197,156 @@ fn one_permit_recorded_from_two_threads() {
         assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
     }
 }
+
+fn quota() -> *mut crate::quota::holdoff_quota {
+    use crate::quota::*;
+    let mut options = MaybeUninit::<holdoff_quota_options>::uninit();
+    // SAFETY: `options` is valid for a write; init fills every field.
+    let st = unsafe { holdoff_quota_options_init(options.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    let mut q = ptr::null_mut();
+    // SAFETY: initialised options, valid out-parameter.
+    let st = unsafe { holdoff_quota_new(options.as_ptr(), &mut q) };
+    assert_eq!(st, holdoff_status::Ok);
+    q
+}
+
+fn available(q: *const crate::quota::holdoff_quota) -> u64 {
+    let mut n = u64::MAX;
+    // SAFETY: live quota, valid out-parameter.
+    let st = unsafe { crate::quota::holdoff_quota_available(q, &mut n) };
+    assert_eq!(st, holdoff_status::Ok);
+    n
+}
+
+/// A lease goes back through the core's rule: refused by another quota (its flag untouched),
+/// accepted once by its own, refused the second time; the buckets move only once.
+#[test]
+fn a_lease_goes_back_once_and_only_to_its_quota() {
+    use crate::quota::*;
+    let (q, other) = (quota(), quota());
+    let mut lease = MaybeUninit::<holdoff_quota_lease>::uninit();
+    // SAFETY: live quota, valid out-parameter.
+    let st = unsafe { holdoff_quota_acquire(q, 0, lease.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: written on success.
+    let mut lease = unsafe { lease.assume_init() };
+    assert_eq!((lease.acquired, lease.cost, available(q)), (1, 5, 495));
+    // SAFETY: live quotas, a lease from `holdoff_quota_acquire`.
+    let st = unsafe { holdoff_quota_on_success(other, &mut lease) };
+    assert_eq!((st, lease.returned), (holdoff_status::ForeignPermit, 0));
+    // SAFETY: as above.
+    let st = unsafe { holdoff_quota_on_success(q, &mut lease) };
+    assert_eq!((st, lease.returned), (holdoff_status::Ok, 1));
+    // SAFETY: as above.
+    let st = unsafe { holdoff_quota_on_success(q, &mut lease) };
+    assert_eq!(st, holdoff_status::PermitAlreadyRecorded);
+    assert_eq!((available(q), available(other)), (500, 500));
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        assert_eq!(holdoff_quota_free(q), holdoff_status::Ok);
+        assert_eq!(holdoff_quota_free(other), holdoff_status::Ok);
+    }
+}
+
+/// Two threads give back one lease: its `returned` flag is taken atomically, one refund.
+#[test]
+fn one_lease_given_back_from_two_threads() {
+    use crate::quota::*;
+    struct Shared(*const holdoff_quota, *mut holdoff_quota_lease);
+    // SAFETY: the quota is `Sync` and the lease's flag is only accessed atomically by the library.
+    unsafe impl Sync for Shared {}
+    let q = quota();
+    let mut lease = MaybeUninit::<holdoff_quota_lease>::uninit();
+    // SAFETY: live quota, valid out-parameter.
+    let st = unsafe { holdoff_quota_acquire(q, 1, lease.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: written on success.
+    let mut lease = unsafe { lease.assume_init() };
+    let shared = Shared(q, &mut lease);
+    let wins: u32 = std::thread::scope(|s| {
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let shared = &shared;
+                // SAFETY: live quota, a lease it issued that outlives the scope.
+                s.spawn(
+                    move || match unsafe { holdoff_quota_on_success(shared.0, shared.1) } {
+                        holdoff_status::Ok => 1,
+                        holdoff_status::PermitAlreadyRecorded => 0,
+                        other => panic!("on_success: {other:?}"),
+                    },
+                )
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!((wins, available(q)), (1, 500));
+    // SAFETY: a live handle, freed once.
+    assert_eq!(unsafe { holdoff_quota_free(q) }, holdoff_status::Ok);
+}
+
+/// The key list hands out pointers into its own storage, valid until it is freed; a key may
+/// hold a NUL (its length says where it ends).
+#[test]
+fn group_keys_and_counts_through_the_abi() {
+    let clock = manual_clock();
+    let mut options = MaybeUninit::<holdoff_breaker_options>::uninit();
+    // SAFETY: `options` is valid for a write.
+    let st = unsafe { holdoff_breaker_options_init(options.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    let mut g = ptr::null_mut();
+    // SAFETY: initialised options, live clock, valid out-parameter.
+    let st = unsafe { holdoff_group_new_with_max_keys(options.as_ptr(), 0, clock, &mut g) };
+    assert_eq!(st, holdoff_status::InvalidConfig);
+    // SAFETY: as above.
+    let st = unsafe { holdoff_group_new_with_max_keys(options.as_ptr(), 2, clock, &mut g) };
+    assert_eq!(st, holdoff_status::Ok);
+    for key in ["b", "a\0x", "c"] {
+        let mut b = ptr::null_mut();
+        // SAFETY: live group; the key is valid for its length.
+        let st = unsafe { holdoff_group_get(g, key.as_ptr().cast(), key.len(), &mut b) };
+        assert_eq!(st, holdoff_status::Ok);
+        // SAFETY: a live handle, freed once.
+        assert_eq!(unsafe { holdoff_breaker_free(b) }, holdoff_status::Ok);
+    }
+    let mut stats = MaybeUninit::<holdoff_group_stats>::uninit();
+    // SAFETY: live group, valid out-parameter.
+    let st = unsafe { holdoff_group_snapshot(g, stats.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: written on success.
+    let stats = unsafe { stats.assume_init() };
+    assert_eq!(
+        (stats.keys, stats.max_keys, stats.evictions, stats.overflows),
+        (2, 2, 1, 0)
+    );
+    let mut list = ptr::null_mut();
+    // SAFETY: live group, valid out-parameter.
+    assert_eq!(unsafe { holdoff_group_keys(g, &mut list) }, holdoff_status::Ok);
+    let mut n = 0;
+    // SAFETY: live list, valid out-parameter.
+    assert_eq!(unsafe { holdoff_key_list_len(list, &mut n) }, holdoff_status::Ok);
+    let keys: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let (mut k, mut len) = (ptr::null(), 0);
+            // SAFETY: live list, valid out-parameters.
+            let st = unsafe { holdoff_key_list_get(list, i, &mut k, &mut len) };
+            assert_eq!(st, holdoff_status::Ok);
+            // SAFETY: the key's bytes and its NUL live in the list until it is freed.
+            let bytes = unsafe { std::slice::from_raw_parts(k.cast::<u8>(), len + 1) };
+            assert_eq!(bytes[len], 0);
+            bytes[..len].to_vec()
+        })
+        .collect();
+    assert_eq!(keys, [b"a\0x".to_vec(), b"c".to_vec()]);
+    let (mut k, mut len) = (ptr::null(), usize::MAX);
+    // SAFETY: live list; an index past the end is refused before any write.
+    let st = unsafe { holdoff_key_list_get(list, 2, &mut k, &mut len) };
+    assert_eq!(st, holdoff_status::InvalidInput);
+    assert_eq!((k, len), (ptr::null(), usize::MAX));
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        assert_eq!(holdoff_key_list_free(list), holdoff_status::Ok);
+        assert_eq!(holdoff_group_free(g), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}

@@ -20,14 +20,58 @@ pub struct holdoff_breaker {
 
 handle!(holdoff_breaker => Breaker, Breaker, "breaker");
 
-/// Breakers keyed by upstream (host, registry, provider), created on first use from one
+/// Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
 /// template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
 /// `holdoff_group_free`.
+///
+/// Bounded, because keys often come from request data: the group keeps at most `max_keys`
+/// breakers (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` unless created with
+/// `holdoff_group_new_with_max_keys`). A new key at a full group evicts the least recently used
+/// idle breaker (closed, no failure counted); open, half-open, forced-open and disabled breakers,
+/// and closed ones counting failures, are never evicted. With none idle among the 64 least
+/// recently used, the new key gets an overflow breaker the group does not keep: no call fails
+/// because the group is full. `holdoff_group_snapshot` counts evictions and overflows.
 pub struct holdoff_group {
     _private: [u8; 0],
 }
 
 handle!(holdoff_group => BreakerGroup, Group, "group");
+
+/// The keys a group keeps, copied at one moment (`holdoff_group_keys`), sorted by their bytes.
+/// Immutable and thread-safe. Free with `holdoff_key_list_free`.
+pub struct holdoff_key_list {
+    _private: [u8; 0],
+}
+
+/// Each key's bytes followed by a NUL (the key itself may hold NULs: its length is kept).
+pub(crate) struct KeyList {
+    keys: Vec<Box<[u8]>>,
+}
+
+handle!(holdoff_key_list => KeyList, KeyList, "keys");
+
+/// The `max_keys` of a group made by `holdoff_group_new` (and of a neutral configuration
+/// without `group.max_keys`).
+pub const HOLDOFF_GROUP_DEFAULT_MAX_KEYS: usize = 10_000;
+/// The largest `max_keys` a group accepts (`holdoff_group_new_with_max_keys`).
+pub const HOLDOFF_GROUP_MAX_KEYS_LIMIT: usize = 100_000_000;
+
+const _: () = assert!(HOLDOFF_GROUP_DEFAULT_MAX_KEYS == hcore::group::DEFAULT_MAX_KEYS);
+const _: () = assert!(HOLDOFF_GROUP_MAX_KEYS_LIMIT == hcore::group::MAX_KEYS_LIMIT);
+
+/// A side-effect-free view of a group's counts (`holdoff_group_snapshot`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct holdoff_group_stats {
+    /// Breakers the group keeps now (at most `max_keys`).
+    pub keys: usize,
+    /// The bound on `keys`.
+    pub max_keys: usize,
+    /// Idle breakers evicted to make room for a new key, since the group was made.
+    pub evictions: u64,
+    /// Overflow breakers handed out (not kept) because nothing could be evicted.
+    pub overflows: u64,
+}
 
 /// Configuration of a breaker. Fill it with `holdoff_breaker_options_init` (the core's
 /// defaults), then change fields. Durations are nanoseconds.
@@ -623,7 +667,8 @@ pub unsafe extern "C" fn holdoff_breaker_reset(breaker: *const holdoff_breaker) 
     unsafe { operator(breaker, Breaker::reset) }
 }
 
-/// Creates an empty group whose breakers are built from `template` and read `clock`.
+/// Creates an empty group of at most `HOLDOFF_GROUP_DEFAULT_MAX_KEYS` breakers, built from
+/// `template` and reading `clock`.
 ///
 /// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` (the template is validated now, so
 /// `holdoff_group_get` cannot fail on configuration); `HOLDOFF_STATUS_ABI_MISMATCH`;
@@ -639,6 +684,25 @@ pub unsafe extern "C" fn holdoff_group_new(
     clock: *const holdoff_clock,
     out: *mut *mut holdoff_group,
 ) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_group_new_with_max_keys(template, HOLDOFF_GROUP_DEFAULT_MAX_KEYS, clock, out) }
+}
+
+/// Creates an empty group of at most `max_keys` breakers (1..=`HOLDOFF_GROUP_MAX_KEYS_LIMIT`),
+/// built from `template` and reading `clock`. 0 is refused, not taken as the default.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` for the template (its field) or for `max_keys`
+/// (field `group.max_keys`); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// As `holdoff_group_new`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_new_with_max_keys(
+    template: *const holdoff_breaker_options,
+    max_keys: usize,
+    clock: *const holdoff_clock,
+    out: *mut *mut holdoff_group,
+) -> holdoff_status {
     boundary(|| {
         non_null(template, "template")?;
         // SAFETY: forwarded contract.
@@ -647,7 +711,7 @@ pub unsafe extern "C" fn holdoff_group_new(
         // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
         let config = unsafe { read_options(template, "template") }?.to_config()?;
         // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_group(config, c, out) }
+        unsafe { new_group(config, max_keys, c, out) }
     })
 }
 
@@ -655,10 +719,15 @@ pub unsafe extern "C" fn holdoff_group_new(
 /// `out` must be non-NULL and valid for writing a pointer.
 pub(crate) unsafe fn new_group(
     config: BreakerConfig,
+    max_keys: usize,
     clock: &crate::clock::ClockHandle,
     out: *mut *mut holdoff_group,
 ) -> Res {
-    let g = Arc::new(BreakerGroup::new(config, Arc::clone(&clock.clock))?);
+    let g = Arc::new(BreakerGroup::with_max_keys(
+        config,
+        max_keys,
+        Arc::clone(&clock.clock),
+    )?);
     // SAFETY: forwarded contract.
     unsafe { write(out, holdoff_group::into_ptr(g)) };
     Ok(holdoff_status::Ok)
@@ -676,8 +745,14 @@ pub unsafe extern "C" fn holdoff_group_free(group: *mut holdoff_group) -> holdof
 }
 
 /// Writes a new handle to the breaker for `key` (UTF-8, `key_len` bytes, no NUL needed) to
-/// `*out`, creating the breaker on first use. Every call returns a new handle to the same
-/// breaker for the same key; free each with `holdoff_breaker_free`.
+/// `*out`: the one the group keeps for the key (created on first use), which this marks most
+/// recently used. A new key at a full group evicts the least recently used idle breaker, or,
+/// with none idle, gets an overflow breaker the group does not keep (each such call makes a
+/// fresh one). Free each handle with `holdoff_breaker_free`.
+///
+/// Ask the group for the breaker of each call (a lookup takes tens of nanoseconds) and record
+/// a permit on the handle that admitted it: a handle kept longer may be to a breaker the group
+/// has since evicted (it stays valid and usable, but the group no longer hands it out).
 ///
 /// Errors: `HOLDOFF_STATUS_INVALID_INPUT` if the key is not UTF-8;
 /// `HOLDOFF_STATUS_NULL_PARAMETER` (`key` may be NULL only if `key_len` is 0).
@@ -706,7 +781,8 @@ pub unsafe extern "C" fn holdoff_group_get(
     })
 }
 
-/// Writes the number of breakers in the group to `*out_len`.
+/// Writes the number of breakers the group keeps to `*out_len` (overflow breakers are not
+/// kept).
 ///
 /// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
@@ -723,6 +799,139 @@ pub unsafe extern "C" fn holdoff_group_len(
         non_null(out_len, "out_len")?;
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_len, g.len()) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Writes the group's counts (breakers kept, `max_keys`, evictions, overflows) to `*out`,
+/// read together. Side-effect free: marks no key used.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `group` must be NULL or a live group handle; `out` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_snapshot(
+    group: *const holdoff_group,
+    out: *mut holdoff_group_stats,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let g = unsafe { holdoff_group::borrow(group)? };
+        non_null(out, "out")?;
+        let s = g.snapshot();
+        let stats = holdoff_group_stats {
+            keys: s.keys,
+            max_keys: s.max_keys,
+            evictions: s.evictions,
+            overflows: s.overflows,
+        };
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, stats) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Copies the keys the group keeps now, sorted by their bytes, into a new key list written to
+/// `*out`. Side-effect free: marks no key used. Read it with `holdoff_key_list_len` and
+/// `holdoff_key_list_get`; free it with `holdoff_key_list_free`.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `group` must be NULL or a live group handle; `out` NULL or valid for writing a pointer. On
+/// success the caller owns `*out` and frees it once with `holdoff_key_list_free`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_group_keys(
+    group: *const holdoff_group,
+    out: *mut *mut holdoff_key_list,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let g = unsafe { holdoff_group::borrow(group)? };
+        non_null(out, "out")?;
+        let keys = g
+            .keys()
+            .into_iter()
+            .map(|k| {
+                let mut bytes = k.into_bytes();
+                bytes.push(0);
+                bytes.into_boxed_slice()
+            })
+            .collect();
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, holdoff_key_list::into_ptr(Arc::new(KeyList { keys }))) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Releases a key list. NULL does nothing; the pointers `holdoff_key_list_get` gave become
+/// invalid.
+///
+/// # Safety
+/// `list` must be NULL or a live key-list handle, not used again afterwards and not in use by
+/// another thread.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_key_list_free(list: *mut holdoff_key_list) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_key_list::free(list) }
+}
+
+/// Writes the number of keys in the list to `*out_len`.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `list` must be NULL or a live key-list handle; `out_len` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_key_list_len(
+    list: *const holdoff_key_list,
+    out_len: *mut usize,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let l = unsafe { holdoff_key_list::borrow(list)? };
+        non_null(out_len, "out_len")?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_len, l.keys.len()) };
+        Ok(holdoff_status::Ok)
+    })
+}
+
+/// Writes the key at `index` (0-based, in sorted order) to `*out_key` and its length in bytes
+/// (without the terminator) to `*out_key_len`. The key is UTF-8, followed by a NUL (it may
+/// itself hold NULs: use the length); the pointer stays valid until the list is freed.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` for an index at or past the length (field `index`);
+/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `list` must be NULL or a live key-list handle; `out_key` and `out_key_len` NULL or valid for
+/// a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_key_list_get(
+    list: *const holdoff_key_list,
+    index: usize,
+    out_key: *mut *const std::ffi::c_char,
+    out_key_len: *mut usize,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let l = unsafe { holdoff_key_list::borrow(list)? };
+        non_null(out_key, "out_key")?;
+        non_null(out_key_len, "out_key_len")?;
+        let key = l.keys.get(index).ok_or_else(|| {
+            Fail::input(
+                "index",
+                format!("{index} is past the last key (the list has {})", l.keys.len()),
+            )
+        })?;
+        // SAFETY: both checked non-NULL; valid by contract. The bytes live in the list, which
+        // the caller keeps until it frees it.
+        unsafe {
+            write(out_key, key.as_ptr().cast());
+            write(out_key_len, key.len() - 1);
+        }
         Ok(holdoff_status::Ok)
     })
 }

@@ -55,6 +55,12 @@ pub struct holdoff_budget_options {
     pub seed: u64,
     /// Retries allowed on the counted path (0 disables it). Default 10.
     pub max_retries: u32,
+    /// What to do when a server asks for longer than `retry_after_cap_ns`: 0 (default) waits the
+    /// cap and the decision says `capped`; 1 gives up at once with
+    /// `HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP` and the server's delay (for callers who
+    /// would rather reschedule than ask before the time the server named). Other values are
+    /// `HOLDOFF_STATUS_INVALID_CONFIG` (`budget.give_up_above_cap`).
+    pub give_up_above_cap: u8,
 }
 
 /// A retry decision (`holdoff_budget_decide`, `holdoff_policy_after`).
@@ -74,7 +80,8 @@ pub struct holdoff_decision {
     pub reason: u32,
     /// 1 if the cap shortened the server's value (kind `RETRY`; never silent).
     pub capped: u8,
-    /// 1 if `server_delay_ns` is set.
+    /// 1 if `server_delay_ns` is set (kind `RETRY` on the Retry-After path; kind `GIVE_UP` when
+    /// the server's delay was the reason, e.g. `RETRY_AFTER_ABOVE_CAP`).
     pub has_server_delay: u8,
 }
 
@@ -135,12 +142,24 @@ impl holdoff_budget_options {
             max_backoff_duration_ns: ns(d.max_backoff_duration),
             seed: d.seed,
             max_retries: d.max_retries,
+            give_up_above_cap: u8::from(d.give_up_above_cap),
         }
     }
 
     fn to_config(self) -> Result<BudgetConfig, Fail> {
         check_size(self.struct_size, std::mem::size_of::<Self>(), "options")?;
         let d = Duration::from_nanos;
+        let give_up_above_cap = match self.give_up_above_cap {
+            0 => false,
+            1 => true,
+            v => {
+                return Err(Fail::new(
+                    holdoff_status::InvalidConfig,
+                    "budget.give_up_above_cap",
+                    format!("invalid configuration: budget.give_up_above_cap: {v} is not a boolean (0 or 1)"),
+                ))
+            }
+        };
         Ok(BudgetConfig {
             max_rate_limit_duration: d(self.max_rate_limit_duration_ns),
             retry_after_cap: d(self.retry_after_cap_ns),
@@ -152,13 +171,15 @@ impl holdoff_budget_options {
                 jitter: self.backoff_jitter,
             },
             max_backoff_duration: d(self.max_backoff_duration_ns),
+            give_up_above_cap,
             seed: self.seed,
         })
     }
 }
 
 /// Fills `*options` with the core's defaults (episode budget 30 min, Retry-After cap 300 s,
-/// 10 retries, backoff 500 ms doubling to 60 s without jitter, counted budget 12 h, seed 0).
+/// 10 retries, backoff 500 ms doubling to 60 s without jitter, counted budget 12 h, a server's
+/// delay above the cap waits the cap, seed 0).
 ///
 /// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///

@@ -23,6 +23,8 @@ pub const HOLDOFF_CONFIG_BUDGET: u32 = 2;
 pub const HOLDOFF_CONFIG_QUOTA: u32 = 4;
 /// `holdoff_config_parts` bit: the configuration has a `classifier` part.
 pub const HOLDOFF_CONFIG_CLASSIFIER: u32 = 8;
+/// `holdoff_config_parts` bit: the configuration has a `group` part (`max_keys`).
+pub const HOLDOFF_CONFIG_GROUP: u32 = 16;
 
 /// A parsed, validated configuration in holdoff's neutral JSON format (durations in
 /// milliseconds, `"NaN"`/`"Infinity"` spelled as strings, unknown keys refused; see
@@ -36,6 +38,9 @@ pub(crate) struct ConfigHandle {
     budget: Option<BudgetConfig>,
     quota: Option<QuotaConfig>,
     classifier: Option<ClassifierConfig>,
+    /// `group.max_keys`, checked (the core's default when absent).
+    group_max_keys: usize,
+    has_group: bool,
 }
 
 handle!(holdoff_config => ConfigHandle, Config, "config");
@@ -50,6 +55,7 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
     })?;
     // The order the reference runner builds in, so the first error is the same one.
     let breaker = spec.breaker.as_ref().map(|s| s.to_config()).transpose()?;
+    let group_max_keys = spec.group.clone().unwrap_or_default().max_keys()?;
     let budget = spec.budget.as_ref().map(|s| s.to_config()).transpose()?;
     let quota = spec.quota.as_ref().map(|s| s.to_config()).transpose()?;
     let classifier = spec.classifier.clone().unwrap_or_default().to_config()?;
@@ -58,6 +64,8 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
         budget,
         quota,
         classifier: spec.classifier.is_some().then_some(classifier),
+        group_max_keys,
+        has_group: spec.group.is_some(),
     })
 }
 
@@ -67,7 +75,8 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
 ///
 /// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` with `holdoff_last_error_field` naming the first
 /// invalid field as the conformance suite does (`breaker.open_interval.initial` for a NaN or
-/// negative `initial_ms`; `config` for JSON that does not parse or has an unknown key);
+/// negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000; `config` for
+/// JSON that does not parse or has an unknown key);
 /// `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
@@ -123,6 +132,7 @@ pub unsafe extern "C" fn holdoff_config_parts(
             (c.budget.is_some(), HOLDOFF_CONFIG_BUDGET),
             (c.quota.is_some(), HOLDOFF_CONFIG_QUOTA),
             (c.classifier.is_some(), HOLDOFF_CONFIG_CLASSIFIER),
+            (c.has_group, HOLDOFF_CONFIG_GROUP),
         ] {
             if present {
                 parts |= bit;
@@ -159,7 +169,8 @@ pub unsafe extern "C" fn holdoff_config_new_breaker(
 }
 
 /// Creates a breaker group whose template is the configuration's `breaker` part (the core's
-/// defaults if it has none), reading `clock`. Free it with `holdoff_group_free`.
+/// defaults if it has none), bounded by its `group.max_keys` (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS`
+/// if absent), reading `clock`. Free it with `holdoff_group_free`.
 ///
 /// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
@@ -178,7 +189,7 @@ pub unsafe extern "C" fn holdoff_config_new_group(
         let k = unsafe { holdoff_clock::borrow(clock)? };
         non_null(out, "out")?;
         // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_group(c.breaker.clone().unwrap_or_default(), k, out) }
+        unsafe { new_group(c.breaker.clone().unwrap_or_default(), c.group_max_keys, k, out) }
     })
 }
 

@@ -32,6 +32,7 @@ pub(crate) enum Kind {
     Config,
     Breaker,
     Group,
+    KeyList,
     Budget,
     RetryState,
     Quota,

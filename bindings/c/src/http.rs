@@ -5,7 +5,10 @@ use std::ffi::c_char;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hcore::{hint_from_headers, parse_retry_after, Classification, Classifier, ClassifierConfig, RetryAfter};
+use hcore::{
+    check_status, hint_from_headers, parse_retry_after, Classification, Classifier, ClassifierConfig,
+    RetryAfter,
+};
 
 use crate::clock::unix;
 use crate::handle::{handle, non_null, write, Handle};
@@ -82,6 +85,13 @@ pub struct holdoff_classification {
     pub hint: holdoff_retry_after,
     /// The `holdoff_outcome` the breaker and budget are told.
     pub outcome: u32,
+    /// The provider's `x-should-retry` (1 for `true`, 0 for `false`), when `has_should_retry`.
+    /// `false` makes any status from 400 up an answer and `true` makes an answer a failure; it
+    /// never changes a success, a broken status or a status the options list (`outcome` already
+    /// says the result).
+    pub should_retry: u8,
+    /// 1 if the response carried `x-should-retry: true` or `false`.
+    pub has_should_retry: u8,
 }
 
 static DEFAULT_RETRY_AFTER_STATUSES: [u16; 2] = [429, 503];
@@ -161,6 +171,8 @@ pub(crate) fn classification_to_c(c: &Classification) -> holdoff_classification 
         retry_later_ns,
         hint: retry_after_to_c(c.hint, c.source.into()),
         outcome: outcome as u32,
+        should_retry: u8::from(c.should_retry == Some(true)),
+        has_should_retry: u8::from(c.should_retry.is_some()),
     }
 }
 
@@ -191,10 +203,13 @@ pub unsafe extern "C" fn holdoff_parse_retry_after(
     })
 }
 
-/// Reads the delay hint from response headers: every `Retry-After` field (agreeing values give
-/// their value, disagreeing ones are `CONFLICTING`); without one, `RateLimit-Reset` (delta
-/// seconds) and then `X-RateLimit-Reset` (epoch seconds). `wall_now_unix_ns` as for
-/// `holdoff_parse_retry_after`.
+/// Reads the delay hint from response headers: the first present of, in this order,
+/// `retry-after-ms` and `x-ms-retry-after-ms` (milliseconds, decimals rounded up), `Retry-After`
+/// (every field: agreeing values give their value, disagreeing ones are `CONFLICTING`),
+/// `RateLimit` (the structured field's `t`, seconds), `RateLimit-Reset` (delta seconds) and
+/// `X-RateLimit-Reset` (epoch seconds). A present field is the hint even when unusable;
+/// `source` says which one it was (`HOLDOFF_HINT_SOURCE_NONE` without any). Every delay
+/// saturates at 2^32-1 seconds. `wall_now_unix_ns` as for `holdoff_parse_retry_after`.
 ///
 /// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`headers` may be NULL only if `n_headers` is 0).
 ///
@@ -252,7 +267,9 @@ pub unsafe extern "C" fn holdoff_classifier_options_init(
 
 /// Creates a classifier. Default mapping: 1xx-3xx success; 429/503 with a usable non-zero hint
 /// retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every other status an
-/// answer. The override lists win, failures first.
+/// answer; a status outside 100..=599 (a 0, a 600, a 999) a failure, whatever else the response
+/// says. The override lists win over the default, failures first; then `x-should-retry: false`
+/// makes any status from 400 up an answer and `x-should-retry: true` makes an answer a failure.
 ///
 /// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (a status outside 100..=599);
 /// `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
@@ -311,10 +328,12 @@ pub unsafe extern "C" fn holdoff_classifier_free(classifier: *mut holdoff_classi
 }
 
 /// Classifies a response: `status` and `n_headers` headers, with HTTP-dates compared with
-/// `wall_now_unix_ns` (ns since the Unix epoch).
+/// `wall_now_unix_ns` (ns since the Unix epoch). `status` is whatever integer the HTTP client
+/// gave: 0..=999 is a status (one outside 100..=599 is a broken upstream, a failure); any other
+/// value is refused by the core's check.
 ///
-/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a status outside 100..=599 (field `status`);
-/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a value outside 0..=999 (negative, 1000, 70000;
+/// field `status`); `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
 /// `classifier` must be NULL or a live classifier handle; `headers` valid for reading
@@ -322,7 +341,7 @@ pub unsafe extern "C" fn holdoff_classifier_free(classifier: *mut holdoff_classi
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_classifier_classify(
     classifier: *const holdoff_classifier,
-    status: u32,
+    status: i64,
     headers: *const holdoff_header,
     n_headers: usize,
     wall_now_unix_ns: u64,
@@ -334,9 +353,7 @@ pub unsafe extern "C" fn holdoff_classifier_classify(
         // SAFETY: forwarded contract.
         let hs = unsafe { self::headers(headers, n_headers)? };
         non_null(out, "out")?;
-        // Statuses past u16 saturate to 65535, which the core refuses like any other
-        // out-of-range status (never wrapped into a valid one).
-        let status = u16::try_from(status).unwrap_or(u16::MAX);
+        let status = check_status(status)?;
         let cls = c.classify(
             status,
             hs.iter().map(|(n, v)| (n.as_str(), v.as_str())),
@@ -349,3 +366,5 @@ pub unsafe extern "C" fn holdoff_classifier_classify(
 }
 
 const _: () = assert!(std::mem::offset_of!(holdoff_classifier_options, struct_size) == 0);
+// The x-should-retry bytes went into what was tail padding: the struct kept its size.
+const _: () = assert!(std::mem::size_of::<holdoff_classification>() == 32);

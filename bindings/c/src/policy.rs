@@ -19,7 +19,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use hcore::{Before, Call, Policy};
+use hcore::{check_status, Before, Call, Outcome, Policy};
 
 use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit};
 use crate::budget::{decision_to_c, holdoff_budget, holdoff_decision};
@@ -258,10 +258,13 @@ pub unsafe extern "C" fn holdoff_policy_after(
 /// `holdoff_policy_after` for an HTTP response: classifies (`status`, headers) with the
 /// policy's classifier at the decision's one clock reading (so HTTP-dates and the delay agree),
 /// then decides. Writes the classification to `*out_classification` if it is not NULL.
+/// `status` is whatever integer the HTTP client gave: 0..=999 is a status (one outside
+/// 100..=599 is a broken upstream, recorded as a failure).
 ///
-/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a status outside 100..=599 (the permit is spent),
-/// `HOLDOFF_STATUS_FOREIGN_PERMIT`, `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`,
-/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a value outside 0..=999 (negative, 1000, 70000;
+/// field `status`): the permit is then recorded as cancelled (a probe frees its slot at once,
+/// its window stays spent) and cannot be recorded again; `HOLDOFF_STATUS_FOREIGN_PERMIT`,
+/// `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`, `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
 /// As `holdoff_policy_after`; `headers` valid for reading `n_headers` headers;
@@ -272,7 +275,7 @@ pub unsafe extern "C" fn holdoff_policy_after_response(
     policy: *const holdoff_policy,
     call: *const holdoff_policy_call,
     permit: *mut holdoff_permit,
-    status: u32,
+    status: i64,
     headers: *const holdoff_header,
     n_headers: usize,
     out: *mut holdoff_decision,
@@ -289,7 +292,16 @@ pub unsafe extern "C" fn holdoff_policy_after_response(
         let hs = unsafe { crate::http::headers(headers, n_headers)? };
         // SAFETY: non-NULL; valid and writable by contract.
         let taken = unsafe { take_permit(permit, p.breaker())? };
-        let status = u16::try_from(status).unwrap_or(u16::MAX);
+        let status = match check_status(status) {
+            Ok(s) => s,
+            Err(e) => {
+                // The core's policy takes a `u16` and records the permit as cancelled for one
+                // that is not a status; a value too wide for a `u16` never reaches it, so the
+                // permit is given back the same way here.
+                p.breaker().record(taken, Outcome::Cancelled)?;
+                return Err(e.into());
+            }
+        };
         let (d, cls) = p.after_response(
             &mut c.lock().unwrap_or_else(|e| e.into_inner()),
             taken,

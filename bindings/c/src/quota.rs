@@ -3,7 +3,8 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
-use hcore::{QuotaConfig, QuotaLease, RetryQuota};
+use hcore::quota::take_raw;
+use hcore::{PermitError, QuotaConfig, RawLease, RetryQuota};
 
 use crate::handle::{handle, non_null, write, Handle};
 use crate::status::{boundary, holdoff_status, Fail, Res};
@@ -34,8 +35,9 @@ pub struct holdoff_quota_options {
     pub success_refill: u64,
 }
 
-/// The result of `holdoff_quota_acquire`. Give an acquired lease back with
-/// `holdoff_quota_on_success` when the call finally succeeds (at most once).
+/// The result of `holdoff_quota_acquire`: a lease on the tokens of one retry. Give an acquired
+/// lease back with `holdoff_quota_on_success` on the quota that issued it, when the call finally
+/// succeeds (at most once). A plain value: copy it freely, but give back only one copy.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct holdoff_quota_lease {
@@ -48,6 +50,10 @@ pub struct holdoff_quota_lease {
     pub acquired: u8,
     /// 0 until given back; the library sets it to 1 (atomically). Do not write it.
     pub returned: u8,
+    /// Reserved, 0.
+    pub reserved: u16,
+    /// Internal: the issuing quota's id (0 when not acquired). Do not modify.
+    pub raw_quota: u32,
 }
 
 impl holdoff_quota_options {
@@ -147,15 +153,26 @@ pub unsafe extern "C" fn holdoff_quota_acquire(
         // SAFETY: forwarded contract.
         let q = unsafe { holdoff_quota::borrow(quota)? };
         non_null(out_lease, "out_lease")?;
-        let (acquired, cost, available) = match q.acquire(after_timeout != 0) {
-            Ok(lease) => (1, lease.cost, q.available()),
-            Err(e) => (0, e.cost, e.available),
-        };
-        let lease = holdoff_quota_lease {
-            cost,
-            available,
-            acquired,
-            returned: 0,
+        let lease = match q.acquire(after_timeout != 0) {
+            Ok(lease) => {
+                let raw = lease.into_raw();
+                holdoff_quota_lease {
+                    cost: raw.cost,
+                    available: q.available(),
+                    acquired: 1,
+                    returned: 0,
+                    reserved: 0,
+                    raw_quota: raw.quota,
+                }
+            }
+            Err(e) => holdoff_quota_lease {
+                cost: e.cost,
+                available: e.available,
+                acquired: 0,
+                returned: 0,
+                reserved: 0,
+                raw_quota: 0,
+            },
         };
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_lease, lease) };
@@ -164,14 +181,18 @@ pub unsafe extern "C" fn holdoff_quota_acquire(
 }
 
 /// A call succeeded: refunds `lease` (marking it returned), or, if `lease` is NULL (the call
-/// needed no retry), adds the configured refill. Never fills past capacity.
+/// needed no retry), adds the configured refill. Never fills past capacity. The core checks the
+/// lease: it must come from this quota and be given back once.
 ///
-/// Errors: `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED` if the lease was already returned;
-/// `HOLDOFF_STATUS_INVALID_INPUT` if it was not acquired; `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_FOREIGN_PERMIT` if another quota issued the lease (it stays usable
+/// on its own quota); `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED` if it was already given back;
+/// `HOLDOFF_STATUS_INVALID_INPUT` if it was not acquired (it holds no tokens); the field is
+/// `lease` for all three, and the bucket is unchanged. `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
 /// `quota` must be NULL or a live quota handle; `lease` NULL or a valid, writable lease from
-/// `holdoff_quota_acquire` on this quota.
+/// `holdoff_quota_acquire` (other threads may give back the same lease concurrently; only one
+/// succeeds).
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_quota_on_success(
     quota: *const holdoff_quota,
@@ -181,27 +202,45 @@ pub unsafe extern "C" fn holdoff_quota_on_success(
         // SAFETY: forwarded contract.
         let q = unsafe { holdoff_quota::borrow(quota)? };
         if lease.is_null() {
-            q.on_success(None);
+            q.on_success(None).map_err(lease_error)?;
             return Ok(holdoff_status::Ok);
         }
         // SAFETY: non-NULL; valid for reads by contract.
-        let (acquired, cost) = unsafe { ((*lease).acquired, (*lease).cost) };
+        let (acquired, raw) = unsafe {
+            (
+                (*lease).acquired,
+                RawLease {
+                    quota: (*lease).raw_quota,
+                    cost: (*lease).cost,
+                },
+            )
+        };
+        // The struct doubles as the answer to a failed acquisition, which took nothing.
         if acquired == 0 {
             return Err(Fail::input("lease", "was not acquired: nothing to give back"));
         }
         // SAFETY: the field is a valid, aligned `u8` for the lease's lifetime (contract) and
         // holdoff only accesses it atomically: one of two concurrent returns wins.
         let flag = unsafe { AtomicU8::from_ptr(std::ptr::addr_of_mut!((*lease).returned)) };
-        if flag.swap(1, Ordering::AcqRel) != 0 {
-            return Err(Fail::new(
-                holdoff_status::PermitAlreadyRecorded,
-                "lease",
-                "this quota lease was already given back",
-            ));
-        }
-        q.on_success(Some(QuotaLease { cost }));
+        let taken = take_raw(raw, q, || flag.swap(1, Ordering::AcqRel) != 0).map_err(lease_error)?;
+        q.on_success(Some(taken)).map_err(lease_error)?;
         Ok(holdoff_status::Ok)
     })
+}
+
+fn lease_error(e: PermitError) -> Fail {
+    match e {
+        PermitError::Foreign => Fail::new(
+            holdoff_status::ForeignPermit,
+            "lease",
+            "this quota lease was issued by another quota",
+        ),
+        PermitError::AlreadyRecorded => Fail::new(
+            holdoff_status::PermitAlreadyRecorded,
+            "lease",
+            "this quota lease was already given back",
+        ),
+    }
 }
 
 /// Writes the tokens left to `*out_available`.
@@ -226,3 +265,4 @@ pub unsafe extern "C" fn holdoff_quota_available(
 }
 
 const _: () = assert!(std::mem::offset_of!(holdoff_quota_options, struct_size) == 0);
+const _: () = assert!(std::mem::size_of::<holdoff_quota_lease>() == 24);

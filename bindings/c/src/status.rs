@@ -32,16 +32,17 @@ pub enum holdoff_status {
     /// suite spells it, e.g. `breaker.open_interval.multiplier`); the message states the rule.
     /// Stable name `invalid_config`.
     InvalidConfig = 200,
-    /// An argument of an operation is out of range: an HTTP status outside 100..=599, an enum
-    /// value this library does not know, text that is not UTF-8, a system clock set by hand.
-    /// Stable name `invalid_input`.
+    /// An argument of an operation is out of range: a value that is not an HTTP status at all
+    /// (outside 0..=999; the last-error field is `status`), an enum value this library does not
+    /// know, text that is not UTF-8, an index past the end of a key list, a system clock set by
+    /// hand, a quota lease that was not acquired. Stable name `invalid_input`.
     InvalidInput = 201,
     /// A manual clock was set earlier than it shows. Stable name `clock_backwards`.
     ClockBackwards = 202,
     /// The permit (or quota lease) was already recorded. Stable name `permit_already_recorded`.
     PermitAlreadyRecorded = 203,
-    /// The permit was issued by another breaker. The permit stays usable on its own breaker.
-    /// Stable name `foreign_permit`.
+    /// The permit was issued by another breaker (or the quota lease by another quota). It stays
+    /// usable on its own. Stable name `foreign_permit`.
     ForeignPermit = 204,
     /// A bug in holdoff: a Rust panic was caught at the boundary. The message has its text.
     Panic = 900,
@@ -64,7 +65,7 @@ impl holdoff_status {
             holdoff_status::InvalidInput => c"invalid input",
             holdoff_status::ClockBackwards => c"a monotonic clock cannot go backwards",
             holdoff_status::PermitAlreadyRecorded => c"this permit was already recorded",
-            holdoff_status::ForeignPermit => c"this permit was issued by another breaker",
+            holdoff_status::ForeignPermit => c"this permit was issued by another breaker or quota",
             holdoff_status::Panic => c"internal error: a panic was caught at the FFI boundary",
             holdoff_status::Poisoned => c"internal error: a lock was poisoned",
         }

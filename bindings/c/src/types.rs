@@ -4,7 +4,8 @@
 //! Values coming **from** C are taken as `u32` and checked, never transmuted: an unknown value is
 //! `HOLDOFF_STATUS_INVALID_INPUT`, not undefined behaviour.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, CStr, CString};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use hcore::{Effect, GiveUpReason, HintSource, Outcome, Reason, State, Unusable, WaitSource};
@@ -140,6 +141,12 @@ pub enum holdoff_give_up_reason {
     BreakerOpen = 6,
     /// The call was cancelled.
     Cancelled = 7,
+    /// The server asked for longer than the Retry-After cap and the budget gives up then
+    /// (`holdoff_budget_options.give_up_above_cap`); the decision carries the server's delay.
+    RetryAfterAboveCap = 8,
+    /// The call's total time ran out, or the next wait would not leave time for another attempt
+    /// within it.
+    TotalTimeout = 9,
 }
 
 /// Why a delay hint is unusable (`HOLDOFF_UNUSABLE_NONE` when it is usable).
@@ -158,7 +165,8 @@ pub enum holdoff_unusable {
     Conflicting = 4,
 }
 
-/// Which header a delay hint came from.
+/// Which header a delay hint came from. The values are stable codes, not the order of
+/// precedence (`holdoff_hint_from_headers` gives that).
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum holdoff_hint_source {
@@ -170,6 +178,13 @@ pub enum holdoff_hint_source {
     XRatelimitReset = 2,
     /// No header carried a hint.
     None = 3,
+    /// `retry-after-ms` (milliseconds).
+    RetryAfterMs = 4,
+    /// `x-ms-retry-after-ms` (milliseconds).
+    XMsRetryAfterMs = 5,
+    /// `RateLimit`, the structured field of the IETF rate-limit draft (its `t` parameter,
+    /// seconds).
+    Ratelimit = 6,
 }
 
 /// What a policy says before an attempt.
@@ -184,6 +199,69 @@ pub enum holdoff_before_action {
     GiveUp = 2,
 }
 
+/// A C enum: its values in code order, so that a `u32` from C is checked against them and each
+/// code finds its core variant (and so its name).
+pub(crate) trait CEnum: Copy + Sized + 'static {
+    /// Every value, in code order.
+    const ALL: &'static [Self];
+    /// The value's `uint32_t` code.
+    fn code(self) -> u32;
+    /// The value with that code, if any.
+    fn from_code(v: u32) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.code() == v)
+    }
+}
+
+macro_rules! c_enum {
+    ($t:ident: $($v:ident),+ $(,)?) => {
+        impl CEnum for $t {
+            const ALL: &'static [Self] = &[$($t::$v),+];
+            fn code(self) -> u32 {
+                self as u32
+            }
+        }
+    };
+}
+
+c_enum!(holdoff_state: Closed, Open, HalfOpen, ForcedOpen, Disabled);
+c_enum!(holdoff_outcome: Success, Answer, Failure, Timeout, RetryLater, Cancelled);
+c_enum!(holdoff_effect: Counted, Stale, Ignored);
+c_enum!(
+    holdoff_reason: Tripped,
+    RetryLater,
+    ProbeAdmitted,
+    ProbeFailed,
+    Recovered,
+    ForcedOpen,
+    Disabled,
+    Reset,
+);
+c_enum!(holdoff_decision_kind: Done, Retry, GiveUp);
+c_enum!(holdoff_wait_source: RetryAfter, Backoff, Breaker);
+c_enum!(
+    holdoff_give_up_reason: BudgetSpent,
+    RetryAfterExceedsRemaining,
+    BackoffExceedsRemaining,
+    AttemptsExhausted,
+    NotRetryable,
+    QuotaEmpty,
+    BreakerOpen,
+    Cancelled,
+    RetryAfterAboveCap,
+    TotalTimeout,
+);
+c_enum!(holdoff_unusable: None, Missing, Malformed, Signed, Conflicting);
+c_enum!(
+    holdoff_hint_source: RetryAfter,
+    RatelimitReset,
+    XRatelimitReset,
+    None,
+    RetryAfterMs,
+    XMsRetryAfterMs,
+    Ratelimit,
+);
+c_enum!(holdoff_before_action: Go, Wait, GiveUp);
+
 pub(crate) fn ns(d: Duration) -> u64 {
     // Saturates past u64::MAX ns (about 584 years): no holdoff figure gets near it in practice.
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
@@ -195,6 +273,9 @@ pub(crate) fn opt_ns(d: Option<Duration>) -> (u8, u64) {
         None => (0, 0),
     }
 }
+
+// Each C enum maps to its core enum both ways, by exhaustive matches: a variant added to the
+// core does not compile here until it has a C code.
 
 impl From<State> for holdoff_state {
     fn from(s: State) -> Self {
@@ -208,12 +289,34 @@ impl From<State> for holdoff_state {
     }
 }
 
+impl From<holdoff_state> for State {
+    fn from(s: holdoff_state) -> Self {
+        match s {
+            holdoff_state::Closed => State::Closed,
+            holdoff_state::Open => State::Open,
+            holdoff_state::HalfOpen => State::HalfOpen,
+            holdoff_state::ForcedOpen => State::ForcedOpen,
+            holdoff_state::Disabled => State::Disabled,
+        }
+    }
+}
+
 impl From<Effect> for holdoff_effect {
     fn from(e: Effect) -> Self {
         match e {
             Effect::Counted => holdoff_effect::Counted,
             Effect::Stale => holdoff_effect::Stale,
             Effect::Ignored => holdoff_effect::Ignored,
+        }
+    }
+}
+
+impl From<holdoff_effect> for Effect {
+    fn from(e: holdoff_effect) -> Self {
+        match e {
+            holdoff_effect::Counted => Effect::Counted,
+            holdoff_effect::Stale => Effect::Stale,
+            holdoff_effect::Ignored => Effect::Ignored,
         }
     }
 }
@@ -233,6 +336,21 @@ impl From<Reason> for holdoff_reason {
     }
 }
 
+impl From<holdoff_reason> for Reason {
+    fn from(r: holdoff_reason) -> Self {
+        match r {
+            holdoff_reason::Tripped => Reason::Tripped,
+            holdoff_reason::RetryLater => Reason::RetryLater,
+            holdoff_reason::ProbeAdmitted => Reason::ProbeAdmitted,
+            holdoff_reason::ProbeFailed => Reason::ProbeFailed,
+            holdoff_reason::Recovered => Reason::Recovered,
+            holdoff_reason::ForcedOpen => Reason::ForcedOpen,
+            holdoff_reason::Disabled => Reason::Disabled,
+            holdoff_reason::Reset => Reason::Reset,
+        }
+    }
+}
+
 impl From<WaitSource> for holdoff_wait_source {
     fn from(w: WaitSource) -> Self {
         match w {
@@ -243,18 +361,48 @@ impl From<WaitSource> for holdoff_wait_source {
     }
 }
 
+impl From<holdoff_wait_source> for WaitSource {
+    fn from(w: holdoff_wait_source) -> Self {
+        match w {
+            holdoff_wait_source::RetryAfter => WaitSource::RetryAfter,
+            holdoff_wait_source::Backoff => WaitSource::Backoff,
+            holdoff_wait_source::Breaker => WaitSource::Breaker,
+        }
+    }
+}
+
 impl From<GiveUpReason> for holdoff_give_up_reason {
     fn from(r: GiveUpReason) -> Self {
         use holdoff_give_up_reason as G;
         match r {
             GiveUpReason::BudgetSpent => G::BudgetSpent,
             GiveUpReason::RetryAfterExceedsRemaining => G::RetryAfterExceedsRemaining,
+            GiveUpReason::RetryAfterAboveCap => G::RetryAfterAboveCap,
             GiveUpReason::BackoffExceedsRemaining => G::BackoffExceedsRemaining,
             GiveUpReason::AttemptsExhausted => G::AttemptsExhausted,
             GiveUpReason::NotRetryable => G::NotRetryable,
             GiveUpReason::QuotaEmpty => G::QuotaEmpty,
             GiveUpReason::BreakerOpen => G::BreakerOpen,
             GiveUpReason::Cancelled => G::Cancelled,
+            GiveUpReason::TotalTimeout => G::TotalTimeout,
+        }
+    }
+}
+
+impl From<holdoff_give_up_reason> for GiveUpReason {
+    fn from(r: holdoff_give_up_reason) -> Self {
+        use holdoff_give_up_reason as G;
+        match r {
+            G::BudgetSpent => GiveUpReason::BudgetSpent,
+            G::RetryAfterExceedsRemaining => GiveUpReason::RetryAfterExceedsRemaining,
+            G::RetryAfterAboveCap => GiveUpReason::RetryAfterAboveCap,
+            G::BackoffExceedsRemaining => GiveUpReason::BackoffExceedsRemaining,
+            G::AttemptsExhausted => GiveUpReason::AttemptsExhausted,
+            G::NotRetryable => GiveUpReason::NotRetryable,
+            G::QuotaEmpty => GiveUpReason::QuotaEmpty,
+            G::BreakerOpen => GiveUpReason::BreakerOpen,
+            G::Cancelled => GiveUpReason::Cancelled,
+            G::TotalTimeout => GiveUpReason::TotalTimeout,
         }
     }
 }
@@ -270,32 +418,59 @@ impl From<Unusable> for holdoff_unusable {
     }
 }
 
+impl From<holdoff_unusable> for Option<Unusable> {
+    fn from(u: holdoff_unusable) -> Self {
+        match u {
+            holdoff_unusable::None => None,
+            holdoff_unusable::Missing => Some(Unusable::Missing),
+            holdoff_unusable::Malformed => Some(Unusable::Malformed),
+            holdoff_unusable::Signed => Some(Unusable::Signed),
+            holdoff_unusable::Conflicting => Some(Unusable::Conflicting),
+        }
+    }
+}
+
 impl From<HintSource> for holdoff_hint_source {
     fn from(s: HintSource) -> Self {
+        use holdoff_hint_source as H;
         match s {
-            HintSource::RetryAfter => holdoff_hint_source::RetryAfter,
-            HintSource::RateLimitReset => holdoff_hint_source::RatelimitReset,
-            HintSource::XRateLimitReset => holdoff_hint_source::XRatelimitReset,
-            HintSource::None => holdoff_hint_source::None,
+            HintSource::RetryAfterMs => H::RetryAfterMs,
+            HintSource::XMsRetryAfterMs => H::XMsRetryAfterMs,
+            HintSource::RetryAfter => H::RetryAfter,
+            HintSource::RateLimit => H::Ratelimit,
+            HintSource::RateLimitReset => H::RatelimitReset,
+            HintSource::XRateLimitReset => H::XRatelimitReset,
+            HintSource::None => H::None,
+        }
+    }
+}
+
+impl From<holdoff_hint_source> for HintSource {
+    fn from(s: holdoff_hint_source) -> Self {
+        use holdoff_hint_source as H;
+        match s {
+            H::RetryAfterMs => HintSource::RetryAfterMs,
+            H::XMsRetryAfterMs => HintSource::XMsRetryAfterMs,
+            H::RetryAfter => HintSource::RetryAfter,
+            H::Ratelimit => HintSource::RateLimit,
+            H::RatelimitReset => HintSource::RateLimitReset,
+            H::XRatelimitReset => HintSource::XRateLimitReset,
+            H::None => HintSource::None,
         }
     }
 }
 
 /// The outcome given by C as (kind, delay), checked.
 pub(crate) fn outcome_from_c(kind: u32, retry_later_ns: u64) -> Result<Outcome, Fail> {
-    Ok(match kind {
-        0 => Outcome::Success,
-        1 => Outcome::Answer,
-        2 => Outcome::Failure,
-        3 => Outcome::Timeout,
-        4 => Outcome::RetryLater(hcore::units::from_nanos_u64(retry_later_ns)),
-        5 => Outcome::Cancelled,
-        _ => {
-            return Err(Fail::input(
-                "outcome",
-                format!("{kind} is not a holdoff_outcome (0..=5)"),
-            ))
-        }
+    let k = holdoff_outcome::from_code(kind)
+        .ok_or_else(|| Fail::input("outcome", format!("{kind} is not a holdoff_outcome (0..=5)")))?;
+    Ok(match k {
+        holdoff_outcome::Success => Outcome::Success,
+        holdoff_outcome::Answer => Outcome::Answer,
+        holdoff_outcome::Failure => Outcome::Failure,
+        holdoff_outcome::Timeout => Outcome::Timeout,
+        holdoff_outcome::RetryLater => Outcome::RetryLater(hcore::units::from_nanos_u64(retry_later_ns)),
+        holdoff_outcome::Cancelled => Outcome::Cancelled,
     })
 }
 
@@ -311,124 +486,127 @@ pub(crate) fn outcome_to_c(o: Outcome) -> (holdoff_outcome, u64) {
     }
 }
 
-fn name_of(names: &[&'static CStr], v: u32) -> *const c_char {
-    names.get(v as usize).map_or(std::ptr::null(), |n| n.as_ptr())
+/// The core's stable name of the C code `v`, as a static C string; NULL for an unknown code.
+/// The NUL-terminated copies are made once per enum (the core's names are Rust strings) and
+/// live as long as the process.
+fn core_name<C: CEnum>(
+    cache: &'static OnceLock<Vec<CString>>,
+    v: u32,
+    name: fn(C) -> &'static str,
+) -> *const c_char {
+    let names = cache.get_or_init(|| {
+        // The core's names are identifiers: they hold no NUL, so nothing is lost here.
+        C::ALL
+            .iter()
+            .map(|&c| CString::new(name(c)).unwrap_or_default())
+            .collect()
+    });
+    C::ALL
+        .iter()
+        .position(|c| c.code() == v)
+        .map_or(std::ptr::null(), |i| names[i].as_ptr())
+}
+
+/// The name of the C code `v` from a list of this binding's own (for enums the core does not
+/// name: its decisions and policy actions are data-carrying Rust enums).
+fn local_name<C: CEnum>(names: &[&'static CStr], v: u32) -> *const c_char {
+    C::ALL
+        .iter()
+        .position(|c| c.code() == v)
+        .and_then(|i| names.get(i))
+        .map_or(std::ptr::null(), |n| n.as_ptr())
 }
 
 /// The stable name of a `holdoff_state` (`closed`, `open`, `half_open`, `forced_open`,
-/// `disabled`); NULL for an unknown value. Static string.
+/// `disabled`; the core's names); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_state_name(state: u32) -> *const c_char {
-    name_of(
-        &[c"closed", c"open", c"half_open", c"forced_open", c"disabled"],
-        state,
-    )
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, state, |c: holdoff_state| State::from(c).name())
 }
 
 /// The stable name of a `holdoff_outcome` (`success`, `answer`, `failure`, `timeout`,
-/// `retry_later`, `cancelled`); NULL for an unknown value. Static string.
+/// `retry_later`, `cancelled`; the core's names); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_outcome_name(outcome: u32) -> *const c_char {
-    name_of(
-        &[
-            c"success",
-            c"answer",
-            c"failure",
-            c"timeout",
-            c"retry_later",
-            c"cancelled",
-        ],
-        outcome,
-    )
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, outcome, |c: holdoff_outcome| {
+        outcome_from_c(c as u32, 0).map_or("", |o| o.name())
+    })
 }
 
-/// The stable name of a `holdoff_effect` (`counted`, `stale`, `ignored`); NULL for an unknown
-/// value. Static string.
+/// The stable name of a `holdoff_effect` (`counted`, `stale`, `ignored`; the core's names);
+/// NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_effect_name(effect: u32) -> *const c_char {
-    name_of(&[c"counted", c"stale", c"ignored"], effect)
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, effect, |c: holdoff_effect| Effect::from(c).name())
 }
 
 /// The stable name of a `holdoff_reason` (`tripped`, `retry_later`, `probe_admitted`,
-/// `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`); NULL for an unknown value.
-/// Static string.
+/// `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`; the core's names); NULL
+/// for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_reason_name(reason: u32) -> *const c_char {
-    name_of(
-        &[
-            c"tripped",
-            c"retry_later",
-            c"probe_admitted",
-            c"probe_failed",
-            c"recovered",
-            c"forced_open",
-            c"disabled",
-            c"reset",
-        ],
-        reason,
-    )
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, reason, |c: holdoff_reason| Reason::from(c).name())
 }
 
-/// The stable name of a `holdoff_decision_kind` (`done`, `retry`, `give_up`); NULL for an
-/// unknown value. Static string.
+/// The stable name of a `holdoff_decision_kind` (`done`, `retry`, `give_up`, as the conformance
+/// suite spells them); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_decision_kind_name(kind: u32) -> *const c_char {
-    name_of(&[c"done", c"retry", c"give_up"], kind)
+    local_name::<holdoff_decision_kind>(&[c"done", c"retry", c"give_up"], kind)
 }
 
-/// The stable name of a `holdoff_wait_source` (`retry_after`, `backoff`, `breaker`); NULL for
-/// an unknown value. Static string.
+/// The stable name of a `holdoff_wait_source` (`retry_after`, `backoff`, `breaker`; the core's
+/// names); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_wait_source_name(source: u32) -> *const c_char {
-    name_of(&[c"retry_after", c"backoff", c"breaker"], source)
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, source, |c: holdoff_wait_source| {
+        WaitSource::from(c).name()
+    })
 }
 
 /// The stable name of a `holdoff_give_up_reason` (`budget_spent`,
 /// `retry_after_exceeds_remaining`, `backoff_exceeds_remaining`, `attempts_exhausted`,
-/// `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`); NULL for an unknown value.
-/// Static string.
+/// `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`, `retry_after_above_cap`,
+/// `total_timeout`; the core's names); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_give_up_reason_name(reason: u32) -> *const c_char {
-    name_of(
-        &[
-            c"budget_spent",
-            c"retry_after_exceeds_remaining",
-            c"backoff_exceeds_remaining",
-            c"attempts_exhausted",
-            c"not_retryable",
-            c"quota_empty",
-            c"breaker_open",
-            c"cancelled",
-        ],
-        reason,
-    )
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, reason, |c: holdoff_give_up_reason| {
+        GiveUpReason::from(c).name()
+    })
 }
 
-/// The stable name of a `holdoff_unusable` (`none`, `missing`, `malformed`, `signed`,
-/// `conflicting`); NULL for an unknown value. Static string.
+/// The stable name of a `holdoff_unusable` (`none` for a usable hint, else the core's
+/// `missing`, `malformed`, `signed`, `conflicting`); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_unusable_name(unusable: u32) -> *const c_char {
-    name_of(
-        &[c"none", c"missing", c"malformed", c"signed", c"conflicting"],
-        unusable,
-    )
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, unusable, |c: holdoff_unusable| {
+        Option::<Unusable>::from(c).map_or("none", Unusable::name)
+    })
 }
 
 /// The stable name of a `holdoff_hint_source` (`retry_after`, `ratelimit_reset`,
-/// `x_ratelimit_reset`, `none`); NULL for an unknown value. Static string.
+/// `x_ratelimit_reset`, `none`, `retry_after_ms`, `x_ms_retry_after_ms`, `ratelimit`, in code
+/// order; the core's names); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_hint_source_name(source: u32) -> *const c_char {
-    name_of(
-        &[c"retry_after", c"ratelimit_reset", c"x_ratelimit_reset", c"none"],
-        source,
-    )
+    static NAMES: OnceLock<Vec<CString>> = OnceLock::new();
+    core_name(&NAMES, source, |c: holdoff_hint_source| {
+        HintSource::from(c).name()
+    })
 }
 
-/// The stable name of a `holdoff_before_action` (`go`, `wait`, `give_up`); NULL for an
-/// unknown value. Static string.
+/// The stable name of a `holdoff_before_action` (`go`, `wait`, `give_up`, as the conformance
+/// suite spells them); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_before_action_name(action: u32) -> *const c_char {
-    name_of(&[c"go", c"wait", c"give_up"], action)
+    local_name::<holdoff_before_action>(&[c"go", c"wait", c"give_up"], action)
 }
 
 #[cfg(test)]
@@ -437,47 +615,61 @@ mod tests {
 
     fn s(p: *const c_char) -> &'static str {
         assert!(!p.is_null());
-        // SAFETY: every name is a static C string literal.
+        // SAFETY: every name is a static C string.
         unsafe { CStr::from_ptr(p) }.to_str().unwrap()
     }
 
+    /// Every code of `C` has a name, the names are distinct, and the code after the last has
+    /// none.
+    fn named<C: CEnum>(name: extern "C" fn(u32) -> *const c_char) -> Vec<&'static str> {
+        let names: Vec<&str> = C::ALL.iter().map(|c| s(name(c.code()))).collect();
+        for (i, c) in C::ALL.iter().enumerate() {
+            // Codes are dense from 0: existing ones never move, new ones are appended.
+            assert_eq!(c.code(), i as u32);
+            assert!(!names[i].is_empty());
+            assert!(!names[..i].contains(&names[i]), "{} twice", names[i]);
+        }
+        assert!(name(C::ALL.len() as u32).is_null());
+        assert!(name(u32::MAX).is_null());
+        names
+    }
+
     #[test]
-    fn names_match_the_core() {
-        for st in [
-            State::Closed,
-            State::Open,
-            State::HalfOpen,
-            State::ForcedOpen,
-            State::Disabled,
-        ] {
-            assert_eq!(s(holdoff_state_name(holdoff_state::from(st) as u32)), st.name());
+    fn names_come_from_the_core() {
+        for c in holdoff_state::ALL {
+            assert_eq!(s(holdoff_state_name(c.code())), State::from(*c).name());
+            assert_eq!(holdoff_state::from(State::from(*c)), *c);
         }
-        for r in [
-            Reason::Tripped,
-            Reason::RetryLater,
-            Reason::ProbeAdmitted,
-            Reason::ProbeFailed,
-            Reason::Recovered,
-            Reason::ForcedOpen,
-            Reason::Disabled,
-            Reason::Reset,
-        ] {
-            assert_eq!(s(holdoff_reason_name(holdoff_reason::from(r) as u32)), r.name());
+        for c in holdoff_reason::ALL {
+            assert_eq!(s(holdoff_reason_name(c.code())), Reason::from(*c).name());
+            assert_eq!(holdoff_reason::from(Reason::from(*c)), *c);
         }
-        for g in [
-            GiveUpReason::BudgetSpent,
-            GiveUpReason::RetryAfterExceedsRemaining,
-            GiveUpReason::BackoffExceedsRemaining,
-            GiveUpReason::AttemptsExhausted,
-            GiveUpReason::NotRetryable,
-            GiveUpReason::QuotaEmpty,
-            GiveUpReason::BreakerOpen,
-            GiveUpReason::Cancelled,
-        ] {
-            assert_eq!(
-                s(holdoff_give_up_reason_name(holdoff_give_up_reason::from(g) as u32)),
-                g.name()
-            );
+        for c in holdoff_give_up_reason::ALL {
+            let g = GiveUpReason::from(*c);
+            assert_eq!(s(holdoff_give_up_reason_name(c.code())), g.name());
+            assert_eq!(holdoff_give_up_reason::from(g), *c);
+        }
+        for c in holdoff_hint_source::ALL {
+            let h = HintSource::from(*c);
+            assert_eq!(s(holdoff_hint_source_name(c.code())), h.name());
+            assert_eq!(holdoff_hint_source::from(h), *c);
+        }
+        for c in holdoff_effect::ALL {
+            assert_eq!(s(holdoff_effect_name(c.code())), Effect::from(*c).name());
+            assert_eq!(holdoff_effect::from(Effect::from(*c)), *c);
+        }
+        for c in holdoff_wait_source::ALL {
+            assert_eq!(s(holdoff_wait_source_name(c.code())), WaitSource::from(*c).name());
+            assert_eq!(holdoff_wait_source::from(WaitSource::from(*c)), *c);
+        }
+        for c in holdoff_unusable::ALL {
+            match Option::<Unusable>::from(*c) {
+                Some(u) => {
+                    assert_eq!(s(holdoff_unusable_name(c.code())), u.name());
+                    assert_eq!(holdoff_unusable::from(u), *c);
+                }
+                None => assert_eq!(s(holdoff_unusable_name(c.code())), "none"),
+            }
         }
         for o in [
             Outcome::Success,
@@ -491,27 +683,35 @@ mod tests {
             assert_eq!(s(holdoff_outcome_name(k as u32)), o.name());
             assert_eq!(outcome_from_c(k as u32, d).unwrap(), o);
         }
-        for e in [Effect::Counted, Effect::Stale, Effect::Ignored] {
-            assert_eq!(s(holdoff_effect_name(holdoff_effect::from(e) as u32)), e.name());
-        }
-        for w in [WaitSource::RetryAfter, WaitSource::Backoff, WaitSource::Breaker] {
-            assert_eq!(
-                s(holdoff_wait_source_name(holdoff_wait_source::from(w) as u32)),
-                w.name()
-            );
-        }
-        for u in [
-            Unusable::Missing,
-            Unusable::Malformed,
-            Unusable::Signed,
-            Unusable::Conflicting,
-        ] {
-            assert_eq!(
-                s(holdoff_unusable_name(holdoff_unusable::from(u) as u32)),
-                u.name()
-            );
-        }
-        assert!(holdoff_state_name(5).is_null());
         assert!(outcome_from_c(6, 0).is_err());
+    }
+
+    #[test]
+    fn codes_are_dense_and_appended() {
+        named::<holdoff_state>(holdoff_state_name);
+        named::<holdoff_outcome>(holdoff_outcome_name);
+        named::<holdoff_effect>(holdoff_effect_name);
+        named::<holdoff_reason>(holdoff_reason_name);
+        named::<holdoff_decision_kind>(holdoff_decision_kind_name);
+        named::<holdoff_wait_source>(holdoff_wait_source_name);
+        named::<holdoff_unusable>(holdoff_unusable_name);
+        named::<holdoff_before_action>(holdoff_before_action_name);
+        // Codes published in an earlier header keep their numbers.
+        assert_eq!(
+            named::<holdoff_give_up_reason>(holdoff_give_up_reason_name)[7..],
+            ["cancelled", "retry_after_above_cap", "total_timeout"]
+        );
+        assert_eq!(
+            named::<holdoff_hint_source>(holdoff_hint_source_name),
+            [
+                "retry_after",
+                "ratelimit_reset",
+                "x_ratelimit_reset",
+                "none",
+                "retry_after_ms",
+                "x_ms_retry_after_ms",
+                "ratelimit"
+            ]
+        );
     }
 }

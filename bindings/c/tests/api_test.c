@@ -1,8 +1,9 @@
 /*
  * holdoff C API tests: the bad-input contract (NULL, freed handles, invalid enums, NaN, zero
- * and wrong-size options, double records, foreign permits, caught panics), thread safety of a
- * shared breaker, and the typed options constructors the conformance runner does not use.
- * Time moves only through a manual clock. Prints `N passed, N failed`.
+ * and wrong-size options, double records, foreign permits, leases given back twice or to
+ * another quota, integers that are not HTTP statuses, caught panics), thread safety of a shared
+ * breaker, bounded groups, and the typed options constructors the conformance runner does not
+ * use. Time moves only through a manual clock. Prints `N passed, N failed`.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
@@ -60,6 +61,20 @@ static void test_versions(void) {
     CHECK(strcmp(holdoff_status_message(12345), "unknown status") == 0);
     CHECK(holdoff_status_name(12345) == NULL);
     CHECK(holdoff_state_name(99) == NULL);
+    /* Appended codes: the older ones keep their numbers, the names are the core's. */
+    CHECK(HOLDOFF_GIVE_UP_REASON_CANCELLED == 7 && HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP == 8);
+    CHECK(strcmp(holdoff_give_up_reason_name(HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP),
+                 "retry_after_above_cap") == 0);
+    CHECK(strcmp(holdoff_give_up_reason_name(HOLDOFF_GIVE_UP_REASON_BUDGET_SPENT), "budget_spent") == 0);
+    CHECK(HOLDOFF_HINT_SOURCE_NONE == 3 && HOLDOFF_HINT_SOURCE_RETRY_AFTER_MS == 4 &&
+          HOLDOFF_HINT_SOURCE_X_MS_RETRY_AFTER_MS == 5 && HOLDOFF_HINT_SOURCE_RATELIMIT == 6);
+    CHECK(strcmp(holdoff_hint_source_name(HOLDOFF_HINT_SOURCE_RETRY_AFTER_MS), "retry_after_ms") == 0);
+    CHECK(strcmp(holdoff_hint_source_name(HOLDOFF_HINT_SOURCE_X_MS_RETRY_AFTER_MS), "x_ms_retry_after_ms") == 0);
+    CHECK(strcmp(holdoff_hint_source_name(HOLDOFF_HINT_SOURCE_RATELIMIT), "ratelimit") == 0);
+    CHECK(strcmp(holdoff_hint_source_name(HOLDOFF_HINT_SOURCE_NONE), "none") == 0);
+    CHECK(holdoff_hint_source_name(HOLDOFF_HINT_SOURCE_RATELIMIT + 1) == NULL);
+    CHECK(strcmp(holdoff_unusable_name(HOLDOFF_UNUSABLE_NONE), "none") == 0);
+    CHECK(strcmp(holdoff_state_name(HOLDOFF_STATE_HALF_OPEN), "half_open") == 0);
 }
 
 static void test_null_parameters(void) {
@@ -85,6 +100,17 @@ static void test_null_parameters(void) {
     CHECK_STATUS(holdoff_parse_retry_after(NULL, 3, 0, &(holdoff_retry_after){0, 0, 0}),
                  HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK_STATUS(holdoff_policy_new(b, NULL, NULL, NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    holdoff_group *g = (holdoff_group *)0x1;
+    CHECK_STATUS(holdoff_group_new_with_max_keys(NULL, 10, clock, &g), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "template") == 0);
+    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 10, clock, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(g == (holdoff_group *)0x1);
+    CHECK_STATUS(holdoff_group_snapshot(NULL, &(holdoff_group_stats){0, 0, 0, 0}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_group_keys(NULL, &(holdoff_key_list *){NULL}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_key_list_len(NULL, &(size_t){0}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_key_list_free(NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_on_success(NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "quota") == 0);
     /* _free(NULL) is a no-op. */
     CHECK_STATUS(holdoff_breaker_free(NULL), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_policy_free(NULL), HOLDOFF_STATUS_OK);
@@ -136,6 +162,12 @@ static void test_bad_config(void) {
     bo.max_rate_limit_duration_ns = bo.retry_after_cap_ns; /* incident 3: no room for two waits */
     CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_INVALID_CONFIG);
     CHECK(strcmp(holdoff_last_error_field(), "budget.max_rate_limit_duration") == 0);
+    holdoff_budget_options_init(&bo);
+    CHECK(bo.give_up_above_cap == 0);
+    bo.give_up_above_cap = 2; /* a boolean is 0 or 1 */
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "budget.give_up_above_cap") == 0);
+    CHECK(budget == NULL);
 
     holdoff_quota_options qo;
     holdoff_quota *quota = NULL;
@@ -161,6 +193,25 @@ static void test_bad_config(void) {
     CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
     CHECK(strcmp(holdoff_last_error_field(), "config") == 0);
     CHECK(cfg == NULL);
+    /* A group bound of 0 is refused, not taken as the default. */
+    json = "{\"breaker\": {}, \"group\": {\"max_keys\": 0}}";
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
+    json = "{\"group\": {\"max_keys\": 100000001}}";
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
+    CHECK(cfg == NULL);
+    holdoff_group *g = NULL;
+    holdoff_breaker_options_init(&o);
+    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 0, clock, &g), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
+    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, HOLDOFF_GROUP_MAX_KEYS_LIMIT + 1, clock, &g),
+                 HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
+    o.open_multiplier = NAN; /* the template is checked too, naming its own field */
+    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 10, clock, &g), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.multiplier") == 0);
+    CHECK(g == NULL);
     holdoff_clock_free(clock);
 }
 
@@ -279,15 +330,56 @@ static void test_policy_and_http(void) {
     CHECK(d.source == HOLDOFF_WAIT_SOURCE_RETRY_AFTER && d.has_server_delay && d.capped == 0);
     CHECK_STATUS(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d),
                  HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
-    /* An HTTP status out of range, even one that would wrap to a valid u16. */
+    /* Integers that are not statuses at all reach the core's check whole, even one that would
+     * wrap to a valid 16-bit status; the out-parameter stays untouched. */
     holdoff_classifier *cls = NULL;
     holdoff_classifier_options co;
     holdoff_classifier_options_init(&co);
     CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_classifier_classify(cls, 65536 + 200, NULL, 0, 0, &cl), HOLDOFF_STATUS_INVALID_INPUT);
-    CHECK(strcmp(holdoff_last_error_field(), "status") == 0);
+    const int64_t not_statuses[] = {-1, 1000, 70000, 65536 + 200, INT64_MIN, INT64_MAX};
+    for (size_t i = 0; i < sizeof not_statuses / sizeof *not_statuses; i++) {
+        cl.outcome = 99;
+        CHECK_STATUS(holdoff_classifier_classify(cls, not_statuses[i], NULL, 0, 0, &cl), HOLDOFF_STATUS_INVALID_INPUT);
+        CHECK(strcmp(holdoff_last_error_field(), "status") == 0);
+        CHECK(cl.outcome == 99);
+    }
+    /* A status outside 100..599 is a broken upstream: a failure, whatever its headers say. */
+    const int64_t broken[] = {0, 99, 600, 999};
+    for (size_t i = 0; i < sizeof broken / sizeof *broken; i++) {
+        CHECK_STATUS(holdoff_classifier_classify(cls, broken[i], &h, 1, 0, &cl), HOLDOFF_STATUS_OK);
+        CHECK(cl.outcome == HOLDOFF_OUTCOME_FAILURE);
+    }
     CHECK_STATUS(holdoff_classifier_classify(cls, 404, NULL, 0, 0, &cl), HOLDOFF_STATUS_OK);
-    CHECK(cl.outcome == HOLDOFF_OUTCOME_ANSWER);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_ANSWER && cl.has_should_retry == 0);
+    /* x-should-retry: false makes a 500 an answer; true makes a 404 a failure. */
+    const char *xsr = "x-should-retry";
+    holdoff_header no = {xsr, strlen(xsr), "false", 5}, yes = {xsr, strlen(xsr), "true", 4};
+    CHECK_STATUS(holdoff_classifier_classify(cls, 500, &no, 1, 0, &cl), HOLDOFF_STATUS_OK);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_ANSWER && cl.has_should_retry == 1 && cl.should_retry == 0);
+    CHECK_STATUS(holdoff_classifier_classify(cls, 404, &yes, 1, 0, &cl), HOLDOFF_STATUS_OK);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_FAILURE && cl.has_should_retry == 1 && cl.should_retry == 1);
+    CHECK_STATUS(holdoff_classifier_classify(cls, 200, &no, 1, 0, &cl), HOLDOFF_STATUS_OK);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_SUCCESS);
+    /* The new delay headers, each with its source. */
+    struct {
+        const char *name, *value;
+        uint64_t delay_ns;
+        uint32_t source;
+    } hints[] = {
+        {"retry-after-ms", "1500.2", 1501 * MS, HOLDOFF_HINT_SOURCE_RETRY_AFTER_MS},
+        {"x-ms-retry-after-ms", "250", 250 * MS, HOLDOFF_HINT_SOURCE_X_MS_RETRY_AFTER_MS},
+        {"RateLimit", "\"default\";r=0;t=30", 30 * SEC, HOLDOFF_HINT_SOURCE_RATELIMIT},
+        {"RateLimit-Reset", "7", 7 * SEC, HOLDOFF_HINT_SOURCE_RATELIMIT_RESET},
+    };
+    holdoff_retry_after hint;
+    for (size_t i = 0; i < sizeof hints / sizeof *hints; i++) {
+        holdoff_header hh = {hints[i].name, strlen(hints[i].name), hints[i].value, strlen(hints[i].value)};
+        CHECK_STATUS(holdoff_hint_from_headers(&hh, 1, 0, &hint), HOLDOFF_STATUS_OK);
+        CHECK(hint.unusable == HOLDOFF_UNUSABLE_NONE && hint.delay_ns == hints[i].delay_ns &&
+              hint.source == hints[i].source);
+    }
+    CHECK_STATUS(holdoff_hint_from_headers(NULL, 0, 0, &hint), HOLDOFF_STATUS_OK);
+    CHECK(hint.unusable == HOLDOFF_UNUSABLE_MISSING && hint.source == HOLDOFF_HINT_SOURCE_NONE);
     /* Retry-After: RFC 9110 §10.2.3 forms; non-UTF-8 bytes are malformed, not an error. */
     holdoff_retry_after r;
     const char *date = "Sun, 06 Nov 1994 08:49:37 GMT";
@@ -305,24 +397,146 @@ static void test_policy_and_http(void) {
     holdoff_clock_free(other);
 }
 
+/* A value that is not a status, reported to the policy: refused naming `status`, and the permit
+ * is recorded as cancelled (a probe frees its slot at once; the permit cannot be reported again). */
+static void test_policy_not_a_status(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = breaker(clock);
+    holdoff_budget_options bo;
+    holdoff_budget_options_init(&bo);
+    holdoff_budget *budget = NULL;
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_OK);
+    holdoff_policy *policy = NULL;
+    CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
+    holdoff_permit p;
+    for (int i = 0; i < 5; i++) {
+        CHECK_STATUS(holdoff_breaker_allow(b, &p, NULL), HOLDOFF_STATUS_OK);
+        CHECK_STATUS(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
+    }
+    CHECK_STATUS(holdoff_clock_set(clock, 60 * SEC), HOLDOFF_STATUS_OK);
+    const int64_t not_statuses[] = {-1, 70000};
+    for (size_t i = 0; i < 2; i++) {
+        holdoff_policy_call *call = NULL;
+        holdoff_before before;
+        holdoff_decision d = {0, 0, 99, 0, 0, 0, 0};
+        holdoff_snapshot s;
+        CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
+        CHECK_STATUS(holdoff_policy_before(policy, call, &before, &p), HOLDOFF_STATUS_OK);
+        CHECK(before.action == HOLDOFF_BEFORE_ACTION_GO && p.probe == 1);
+        CHECK_STATUS(holdoff_breaker_snapshot(b, &s), HOLDOFF_STATUS_OK);
+        CHECK(s.probes_in_flight == 1 && s.state == HOLDOFF_STATE_HALF_OPEN);
+        CHECK_STATUS(holdoff_policy_after_response(policy, call, &p, not_statuses[i], NULL, 0, &d, NULL),
+                     HOLDOFF_STATUS_INVALID_INPUT);
+        CHECK(strcmp(holdoff_last_error_field(), "status") == 0);
+        CHECK(d.kind == 99 && p.recorded == 1);
+        CHECK_STATUS(holdoff_breaker_snapshot(b, &s), HOLDOFF_STATUS_OK);
+        /* Slot free, nothing counted: still half-open, no recovery, no re-open. */
+        CHECK(s.probes_in_flight == 0 && s.state == HOLDOFF_STATE_HALF_OPEN && s.recoveries == 0 && s.opens == 1);
+        CHECK_STATUS(holdoff_policy_after_response(policy, call, &p, 200, NULL, 0, &d, NULL),
+                     HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
+        holdoff_policy_call_free(call);
+        /* The cancelled probe spent its window: the next one waits the open interval. */
+        CHECK_STATUS(holdoff_clock_advance(clock, 60 * SEC), HOLDOFF_STATUS_OK);
+    }
+    holdoff_policy_free(policy);
+    holdoff_budget_free(budget);
+    holdoff_breaker_free(b);
+    holdoff_clock_free(clock);
+}
+
+static void test_give_up_above_cap(void) {
+    holdoff_clock *clock = manual();
+    holdoff_budget_options bo;
+    holdoff_budget_options_init(&bo);
+    holdoff_budget *wait = NULL, *give_up = NULL;
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &wait), HOLDOFF_STATUS_OK);
+    bo.give_up_above_cap = 1;
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &give_up), HOLDOFF_STATUS_OK);
+    holdoff_retry_state *s1 = NULL, *s2 = NULL;
+    CHECK_STATUS(holdoff_retry_state_new(&s1), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_state_new(&s2), HOLDOFF_STATUS_OK);
+    holdoff_decision d;
+    /* 600 s asked, cap 300 s: the default waits the cap and says so ... */
+    CHECK_STATUS(holdoff_budget_decide(wait, s1, HOLDOFF_OUTCOME_RETRY_LATER, 600 * SEC, &d), HOLDOFF_STATUS_OK);
+    CHECK(d.kind == HOLDOFF_DECISION_KIND_RETRY && d.delay_ns == 300 * SEC && d.capped == 1);
+    CHECK(d.has_server_delay && d.server_delay_ns == 600 * SEC);
+    /* ... give_up_above_cap gives up at once with the server's delay. */
+    CHECK_STATUS(holdoff_budget_decide(give_up, s2, HOLDOFF_OUTCOME_RETRY_LATER, 600 * SEC, &d), HOLDOFF_STATUS_OK);
+    CHECK(d.kind == HOLDOFF_DECISION_KIND_GIVE_UP && d.reason == HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP);
+    CHECK(d.has_server_delay && d.server_delay_ns == 600 * SEC);
+    /* At the cap is not above it. */
+    CHECK_STATUS(holdoff_budget_decide(give_up, s2, HOLDOFF_OUTCOME_RETRY_LATER, 300 * SEC, &d), HOLDOFF_STATUS_OK);
+    CHECK(d.kind == HOLDOFF_DECISION_KIND_RETRY && d.delay_ns == 300 * SEC && d.capped == 0);
+    holdoff_retry_state_free(s1);
+    holdoff_retry_state_free(s2);
+    holdoff_budget_free(wait);
+    holdoff_budget_free(give_up);
+    holdoff_clock_free(clock);
+}
+
 static void test_quota(void) {
     holdoff_quota_options qo;
     holdoff_quota_options_init(&qo);
     qo.capacity = 12;
-    holdoff_quota *q = NULL;
+    holdoff_quota *q = NULL, *other = NULL;
     CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
-    holdoff_quota_lease a, b;
+    CHECK_STATUS(holdoff_quota_new(&qo, &other), HOLDOFF_STATUS_OK);
+    holdoff_quota_lease a, b, o;
     CHECK_STATUS(holdoff_quota_acquire(q, 0, &a), HOLDOFF_STATUS_OK);
-    CHECK(a.acquired == 1 && a.cost == 5 && a.available == 7);
+    CHECK(a.acquired == 1 && a.cost == 5 && a.available == 7 && a.returned == 0 && a.raw_quota != 0);
     CHECK_STATUS(holdoff_quota_acquire(q, 1, &b), HOLDOFF_STATUS_OK);
-    CHECK(b.acquired == 0 && b.cost == 10 && b.available == 7);
+    CHECK(b.acquired == 0 && b.cost == 10 && b.available == 7 && b.raw_quota == 0);
     CHECK_STATUS(holdoff_quota_on_success(q, &b), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "lease") == 0);
+    CHECK_STATUS(holdoff_quota_acquire(other, 0, &o), HOLDOFF_STATUS_OK);
+    CHECK(o.acquired == 1 && o.raw_quota != a.raw_quota);
+    uint64_t avail = 0, other_avail = 0;
+    /* Given to another quota: refused, nothing moves, the lease stays usable on its own. */
+    CHECK_STATUS(holdoff_quota_on_success(other, &a), HOLDOFF_STATUS_FOREIGN_PERMIT);
+    CHECK(strcmp(holdoff_last_error_field(), "lease") == 0);
+    CHECK(a.returned == 0);
+    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_available(other, &other_avail), HOLDOFF_STATUS_OK);
+    CHECK(avail == 7 && other_avail == 7);
     CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
-    uint64_t avail = 0;
+    CHECK(a.returned == 1);
     CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
     CHECK(avail == 12);
+    /* Given back twice (after the bucket moved on): refused, the bucket unchanged. */
+    CHECK_STATUS(holdoff_quota_acquire(q, 0, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_on_success(q, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_acquire(q, 0, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
+    CHECK(strcmp(holdoff_last_error_field(), "lease") == 0);
+    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK(avail == 7);
+    /* A foreign give-back after the lease went home is still foreign, not "already". */
+    CHECK_STATUS(holdoff_quota_on_success(other, &a), HOLDOFF_STATUS_FOREIGN_PERMIT);
+    CHECK_STATUS(holdoff_quota_on_success(other, &o), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_available(other, &other_avail), HOLDOFF_STATUS_OK);
+    CHECK(other_avail == 12);
+    /* A success without a lease adds the refill, never past capacity. */
+    CHECK_STATUS(holdoff_quota_on_success(q, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK(avail == 8);
     holdoff_quota_free(q);
+    holdoff_quota_free(other);
+}
+
+/* The key list of a group, as one array of strings (keys here hold no NUL). */
+static int group_keys_are(holdoff_group *g, const char *const *want, size_t n) {
+    holdoff_key_list *list = NULL;
+    size_t len = 0;
+    int same = holdoff_group_keys(g, &list) == HOLDOFF_STATUS_OK &&
+               holdoff_key_list_len(list, &len) == HOLDOFF_STATUS_OK && len == n;
+    for (size_t i = 0; same && i < n; i++) {
+        const char *k = NULL;
+        size_t klen = 0;
+        same = holdoff_key_list_get(list, i, &k, &klen) == HOLDOFF_STATUS_OK && klen == strlen(want[i]) &&
+               strcmp(k, want[i]) == 0;
+    }
+    holdoff_key_list_free(list);
+    return same;
 }
 
 static void test_group(void) {
@@ -339,6 +553,10 @@ static void test_group(void) {
     size_t n = 0;
     CHECK_STATUS(holdoff_group_len(g, &n), HOLDOFF_STATUS_OK);
     CHECK(n == 2);
+    holdoff_group_stats gs;
+    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK(gs.keys == 2 && gs.max_keys == HOLDOFF_GROUP_DEFAULT_MAX_KEYS && gs.evictions == 0 && gs.overflows == 0);
+    CHECK(group_keys_are(g, (const char *const[]){"a", "b"}, 2));
     /* Two handles to one breaker: a permit of one is recorded through the other. */
     holdoff_permit p;
     CHECK_STATUS(holdoff_breaker_allow(a1, &p, NULL), HOLDOFF_STATUS_OK);
@@ -348,6 +566,60 @@ static void test_group(void) {
     holdoff_breaker_free(a2);
     holdoff_breaker_free(bb);
     holdoff_group_free(g);
+
+    /* Bounded at 2: a third key evicts the least recently used idle breaker. */
+    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 2, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_breaker *ka = NULL, *kb = NULL, *kc = NULL, *kx = NULL, *kx2 = NULL;
+    CHECK_STATUS(holdoff_group_get(g, "a", 1, &ka), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_get(g, "b", 1, &kb), HOLDOFF_STATUS_OK);
+    holdoff_breaker_free(ka);
+    CHECK_STATUS(holdoff_group_get(g, "a", 1, &ka), HOLDOFF_STATUS_OK); /* a is now the most recent */
+    CHECK_STATUS(holdoff_group_get(g, "c", 1, &kc), HOLDOFF_STATUS_OK);
+    CHECK(group_keys_are(g, (const char *const[]){"a", "c"}, 2));
+    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK(gs.keys == 2 && gs.max_keys == 2 && gs.evictions == 1 && gs.overflows == 0);
+    /* The evicted breaker's handle stays valid; its permit is recorded there. */
+    CHECK_STATUS(holdoff_breaker_allow(kb, &p, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_record(kb, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_OK);
+    /* Both kept breakers count a failure: none idle, so a new key overflows, each time afresh. */
+    CHECK_STATUS(holdoff_breaker_allow(ka, &p, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_record(ka, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_allow(kc, &p, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_record(kc, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_get(g, "x", 1, &kx), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_get(g, "x", 1, &kx2), HOLDOFF_STATUS_OK);
+    CHECK(kx != kx2);
+    CHECK_STATUS(holdoff_breaker_allow(kx, &p, NULL), HOLDOFF_STATUS_OK); /* no call fails */
+    CHECK_STATUS(holdoff_breaker_record(kx2, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_FOREIGN_PERMIT);
+    CHECK_STATUS(holdoff_breaker_record(kx, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_OK);
+    CHECK(group_keys_are(g, (const char *const[]){"a", "c"}, 2));
+    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK(gs.keys == 2 && gs.evictions == 1 && gs.overflows == 2);
+    holdoff_key_list *list = NULL;
+    const char *k = "untouched";
+    size_t klen = 99;
+    CHECK_STATUS(holdoff_group_keys(g, &list), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_key_list_get(list, 2, &k, &klen), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "index") == 0);
+    CHECK_STATUS(holdoff_key_list_get(list, 0, NULL, &klen), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(k, "untouched") == 0 && klen == 99);
+    holdoff_key_list_free(list);
+    holdoff_breaker *handles[] = {ka, kb, kc, kx, kx2};
+    for (size_t i = 0; i < 5; i++) holdoff_breaker_free(handles[i]);
+    holdoff_group_free(g);
+
+    /* The neutral configuration's group.max_keys. */
+    const char *json = "{\"breaker\": {}, \"group\": {\"max_keys\": 3}}";
+    holdoff_config *cfg = NULL;
+    uint32_t parts = 0;
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_config_parts(cfg, &parts), HOLDOFF_STATUS_OK);
+    CHECK(parts == (HOLDOFF_CONFIG_BREAKER | HOLDOFF_CONFIG_GROUP));
+    CHECK_STATUS(holdoff_config_new_group(cfg, clock, &g), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK(gs.max_keys == 3 && gs.keys == 0);
+    holdoff_group_free(g);
+    holdoff_config_free(cfg);
     holdoff_clock_free(clock);
 }
 
@@ -423,6 +695,19 @@ static void test_use_after_free_every_kind(void) {
     CHECK_FREED(holdoff_group_free(g), "Group");
     CHECK_STATUS(holdoff_breaker_allow(gb, &p, NULL), HOLDOFF_STATUS_OK); /* keeps its breaker */
     holdoff_breaker_free(gb);
+    CHECK_STATUS(holdoff_group_new(&bo, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_key_list *keys = NULL;
+    const char *key = NULL;
+    CHECK_STATUS(holdoff_group_keys(g, &keys), HOLDOFF_STATUS_OK);
+    holdoff_group_free(g);
+    CHECK_FREED(holdoff_group_snapshot(g, &(holdoff_group_stats){0, 0, 0, 0}), "Group");
+    CHECK_FREED(holdoff_group_keys(g, &keys), "Group");
+    CHECK_STATUS(holdoff_key_list_len(keys, &n), HOLDOFF_STATUS_OK); /* outlives its group */
+    CHECK(n == 0);
+    holdoff_key_list_free(keys);
+    CHECK_FREED(holdoff_key_list_len(keys, &n), "KeyList");
+    CHECK_FREED(holdoff_key_list_get(keys, 0, &key, &n), "KeyList");
+    CHECK_FREED(holdoff_key_list_free(keys), "KeyList");
 
     holdoff_budget_options bgo;
     holdoff_budget_options_init(&bgo);
@@ -624,6 +909,8 @@ int main(void) {
     test_open_refusal_and_events();
     test_clocks();
     test_policy_and_http();
+    test_policy_not_a_status();
+    test_give_up_above_cap();
     test_quota();
     test_group();
     test_panic_and_freed_handles();

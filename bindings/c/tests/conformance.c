@@ -18,7 +18,7 @@
 
 #include "holdoff.h"
 
-#define SUITE_VERSION 1
+#define SUITE_VERSION 2
 #define NS_PER_MS 1000000ULL
 #define MAX_HEADERS 64
 
@@ -90,6 +90,15 @@ static int json_u64(const cJSON *v, uint64_t *out) {
     return 1;
 }
 
+/* Any integer a case gives (a status may be negative or 70000), within +-2^53. */
+static int json_i64(const cJSON *v, int64_t *out) {
+    if (!cJSON_IsNumber(v) || v->valuedouble < -9007199254740992.0 || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != (double)(int64_t)v->valuedouble)
+        return 0;
+    *out = (int64_t)v->valuedouble;
+    return 1;
+}
+
 static const char *str_of(const cJSON *o, const char *k, const char *dflt) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
     return cJSON_IsString(v) ? v->valuestring : dflt;
@@ -135,9 +144,12 @@ static int check(err_t *e, const cJSON *expect, const cJSON *actual, const char 
 /* ------------------------------------------------------------------------------------------ */
 /* Named things a case keeps: permits, budget calls, policy calls, quota leases                */
 
+/* A permit is recorded on the breaker that admitted it, as user code does: the entry keeps that
+ * breaker (a handle of its own when a group handed it out, else the case's breaker, borrowed). */
 typedef struct {
     char *name;
-    char *key; /* group key the permit came from, or NULL */
+    holdoff_breaker *breaker;
+    int owned;
     holdoff_permit permit;
 } permit_entry;
 
@@ -190,7 +202,7 @@ typedef struct {
 static void ctx_free(ctx_t *c) {
     for (size_t i = 0; i < c->permits.len; i++) {
         free(c->permits.items[i].name);
-        free(c->permits.items[i].key);
+        if (c->permits.items[i].owned) holdoff_breaker_free(c->permits.items[i].breaker);
     }
     for (size_t i = 0; i < c->states.len; i++) {
         free(c->states.items[i].name);
@@ -223,16 +235,35 @@ static permit_entry *find_permit(ctx_t *c, const char *name) {
     return NULL;
 }
 
-static void put_permit(ctx_t *c, const char *name, const char *key, holdoff_permit p) {
+/* Keeps permit `p` under `name` with the breaker that admitted it (taking over the handle if
+ * `owned`); a permit of the same name is replaced. */
+static void put_permit(ctx_t *c, const char *name, holdoff_breaker *b, int owned, holdoff_permit p) {
     permit_entry *e = find_permit(c, name);
     if (e) {
-        free(e->key);
-        e->key = key ? dupstr(key) : NULL;
+        if (e->owned) holdoff_breaker_free(e->breaker);
+        e->breaker = b;
+        e->owned = owned;
         e->permit = p;
         return;
     }
-    permit_entry n = {dupstr(name), key ? dupstr(key) : NULL, p};
+    permit_entry n = {dupstr(name), b, owned, p};
     VEC_PUSH(c->permits, n);
+}
+
+static lease_entry *find_lease(ctx_t *c, const char *name) {
+    for (size_t i = 0; i < c->leases.len; i++)
+        if (strcmp(c->leases.items[i].name, name) == 0) return &c->leases.items[i];
+    return NULL;
+}
+
+static void put_lease(ctx_t *c, const char *name, holdoff_quota_lease lease) {
+    lease_entry *e = find_lease(c, name);
+    if (e) {
+        e->lease = lease;
+        return;
+    }
+    lease_entry n = {dupstr(name), lease};
+    VEC_PUSH(c->leases, n);
 }
 
 static holdoff_retry_state *retry_state(ctx_t *c, const char *name, int create) {
@@ -402,14 +433,16 @@ static int do_allow(err_t *e, ctx_t *c, const cJSON *step, cJSON *a, int *admitt
     holdoff_permit p;
     holdoff_refusal r;
     holdoff_status st = holdoff_breaker_allow(b, &p, &r);
-    release(b, owned);
     if (st == HOLDOFF_STATUS_OK) {
         cJSON_AddTrueToObject(a, "admitted");
         cJSON_AddNumberToObject(a, "episode", p.episode);
         cJSON_AddBoolToObject(a, "probe", p.probe);
-        put_permit(c, str_of(step, "as", "_last"), key, p);
+        put_permit(c, str_of(step, "as", "_last"), b, owned, p);
         *admitted = 1;
-    } else if (st == HOLDOFF_STATUS_BREAKER_OPEN) {
+        return 0;
+    }
+    release(b, owned);
+    if (st == HOLDOFF_STATUS_BREAKER_OPEN) {
         cJSON_AddFalseToObject(a, "admitted");
         add_opt_ms(a, "retry_after_ms", r.has_retry_after, r.retry_after_ns);
         cJSON_AddStringToObject(a, "state", holdoff_state_name(r.state));
@@ -420,16 +453,12 @@ static int do_allow(err_t *e, ctx_t *c, const cJSON *step, cJSON *a, int *admitt
     return 0;
 }
 
-static int do_record(err_t *e, ctx_t *c, const char *name, uint32_t kind, uint64_t later, const cJSON *step,
-                     cJSON *a) {
+static int do_record(err_t *e, ctx_t *c, const char *name, uint32_t kind, uint64_t later, cJSON *a) {
     permit_entry *pe = find_permit(c, name);
     if (!pe) return fail(e, "no permit named \"%s\"", name);
-    int owned;
-    holdoff_breaker *b = breaker_for(e, c, pe->key ? pe->key : str_of(step, "key", NULL), &owned);
-    if (!b) return -1;
+    if (!pe->breaker) return fail(e, "permit \"%s\" has no breaker", name);
     uint32_t effect = 0;
-    holdoff_status st = holdoff_breaker_record(b, &pe->permit, kind, later, &effect);
-    release(b, owned);
+    holdoff_status st = holdoff_breaker_record(pe->breaker, &pe->permit, kind, later, &effect);
     if (st == HOLDOFF_STATUS_OK)
         cJSON_AddStringToObject(a, "effect", holdoff_effect_name(effect));
     else
@@ -458,7 +487,8 @@ static const char *const K_RETRY_AFTER[] = {"delay_ms", "unusable", NULL};
 static const char *const K_HINT[] = {"delay_ms", "unusable", "source", NULL};
 static const char *const K_CLASSIFY[] = {"outcome", "retry_later_ms", "error", NULL};
 static const char *const K_QUOTA_ACQUIRE[] = {"acquired", "cost", "available", NULL};
-static const char *const K_QUOTA_SUCCESS[] = {"available", NULL};
+static const char *const K_QUOTA_SUCCESS[] = {"available", "error", NULL};
+static const char *const K_GROUP_SNAPSHOT[] = {"keys", "max_keys", "evictions", "overflows", NULL};
 static const char *const K_BEFORE[] = {"action", "episode", "probe", "delay_ms", "reason", "retry_after_ms", NULL};
 
 static void add_retry_after(cJSON *a, const holdoff_retry_after *r) {
@@ -541,7 +571,7 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         if (!name || !o)
             rc = fail(e, "record needs permit and outcome");
         else if ((rc = parse_outcome(e, o, &kind, &later)) == 0 &&
-                 (rc = do_record(e, c, name, kind, later, step, a)) == 0)
+                 (rc = do_record(e, c, name, kind, later, a)) == 0)
             rc = check(e, expect, a, K_RECORD);
     } else if (strcmp(op, "call") == 0) {
         const cJSON *o = cJSON_GetObjectItemCaseSensitive(step, "outcome");
@@ -549,7 +579,7 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         if (!o)
             rc = fail(e, "call needs outcome");
         else if ((rc = parse_outcome(e, o, &kind, &later)) == 0 && (rc = do_allow(e, c, step, a, &admitted)) == 0) {
-            if (admitted) rc = do_record(e, c, str_of(step, "as", "_last"), kind, later, step, a);
+            if (admitted) rc = do_record(e, c, str_of(step, "as", "_last"), kind, later, a);
             if (rc == 0) rc = check(e, expect, a, K_CALL);
         }
     } else if (strcmp(op, "record_foreign") == 0) {
@@ -683,13 +713,12 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
             cJSON_AddStringToObject(a, "source", holdoff_hint_source_name(r.source));
             rc = check(e, expect, a, K_HINT);
         } else {
-            uint64_t status;
+            int64_t status;
             holdoff_classification cl;
-            if (!json_u64(cJSON_GetObjectItemCaseSensitive(step, "status"), &status)) {
-                rc = fail(e, "classify needs status");
+            if (!json_i64(cJSON_GetObjectItemCaseSensitive(step, "status"), &status)) {
+                rc = fail(e, "classify needs an integer status");
             } else {
-                st = holdoff_classifier_classify(c->classifier, (uint32_t)(status > UINT32_MAX ? UINT32_MAX : status),
-                                                 hs, (size_t)n, wall_now(c), &cl);
+                st = holdoff_classifier_classify(c->classifier, status, hs, (size_t)n, wall_now(c), &cl);
                 if (st == HOLDOFF_STATUS_OK) {
                     cJSON_AddStringToObject(a, "outcome", holdoff_outcome_name(cl.outcome));
                     if (cl.outcome == HOLDOFF_OUTCOME_RETRY_LATER)
@@ -712,42 +741,66 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
             cJSON_AddBoolToObject(a, "acquired", lease.acquired);
             cJSON_AddNumberToObject(a, "cost", (double)lease.cost);
             const char *as = str_of(step, "as", NULL);
-            if (lease.acquired && as) {
-                lease_entry le = {dupstr(as), lease};
-                VEC_PUSH(c->leases, le);
-            }
+            if (lease.acquired && as) put_lease(c, as, lease);
             holdoff_quota_available(c->quota, &avail);
             cJSON_AddNumberToObject(a, "available", (double)avail);
             rc = check(e, expect, a, K_QUOTA_ACQUIRE);
         }
     } else if (strcmp(op, "quota_success") == 0) {
         const char *name = str_of(step, "lease", NULL);
+        lease_entry *le = name ? find_lease(c, name) : NULL;
         uint64_t avail = 0;
         if (!c->quota) {
             rc = fail(e, "the case has no quota");
-        } else if (!name) {
-            holdoff_quota_on_success(c->quota, NULL);
-        } else {
-            size_t i = 0;
-            /* The most recent lease of that name, taken out of the list (as the Rust runner
-             * removes it from its map). */
-            for (i = c->leases.len; i > 0; i--)
-                if (strcmp(c->leases.items[i - 1].name, name) == 0) break;
-            if (i == 0) {
-                rc = fail(e, "no lease named \"%s\"", name);
+        } else if (name && !le) {
+            rc = fail(e, "no lease named \"%s\"", name);
+        } else if (le && bool_of(step, "foreign")) {
+            /* A second quota built from the same configuration: the lease is not its own. */
+            holdoff_quota *other = NULL;
+            if (holdoff_config_new_quota(c->config, &other) != HOLDOFF_STATUS_OK) {
+                rc = fail(e, "second quota: %s", holdoff_last_error_message());
             } else {
-                lease_entry le = c->leases.items[i - 1];
-                c->leases.items[i - 1] = c->leases.items[--c->leases.len];
-                if (holdoff_quota_on_success(c->quota, &le.lease) != HOLDOFF_STATUS_OK)
-                    rc = fail(e, "holdoff_quota_on_success: %s", holdoff_last_error_message());
-                free(le.name);
+                st = holdoff_quota_on_success(other, &le->lease);
+                if (st != HOLDOFF_STATUS_OK) add_error(a, st);
+                holdoff_quota_free(other);
             }
+        } else {
+            /* The lease stays kept: giving it back a second time must be refused. */
+            st = holdoff_quota_on_success(c->quota, le ? &le->lease : NULL);
+            if (st != HOLDOFF_STATUS_OK) add_error(a, st);
         }
         if (rc == 0 && c->quota) {
             holdoff_quota_available(c->quota, &avail);
             cJSON_AddNumberToObject(a, "available", (double)avail);
             rc = check(e, expect, a, K_QUOTA_SUCCESS);
         }
+    } else if (strcmp(op, "group_snapshot") == 0) {
+        holdoff_group_stats gs;
+        holdoff_key_list *keys = NULL;
+        size_t nkeys = 0;
+        if (!c->group) {
+            rc = fail(e, "the case has no group");
+        } else if (holdoff_group_snapshot(c->group, &gs) != HOLDOFF_STATUS_OK ||
+                   holdoff_group_keys(c->group, &keys) != HOLDOFF_STATUS_OK ||
+                   holdoff_key_list_len(keys, &nkeys) != HOLDOFF_STATUS_OK) {
+            rc = fail(e, "group snapshot: %s", holdoff_last_error_message());
+        } else {
+            cJSON *arr = cJSON_AddArrayToObject(a, "keys");
+            for (size_t i = 0; i < nkeys && rc == 0; i++) {
+                const char *k = NULL;
+                size_t klen = 0;
+                if (holdoff_key_list_get(keys, i, &k, &klen) != HOLDOFF_STATUS_OK || strlen(k) != klen)
+                    rc = fail(e, "holdoff_key_list_get(%zu): %s", i, holdoff_last_error_message());
+                else
+                    cJSON_AddItemToArray(arr, cJSON_CreateString(k));
+            }
+            if (rc == 0 && gs.keys != nkeys) rc = fail(e, "snapshot keys %zu, key list %zu", gs.keys, nkeys);
+            cJSON_AddNumberToObject(a, "max_keys", (double)gs.max_keys);
+            cJSON_AddNumberToObject(a, "evictions", (double)gs.evictions);
+            cJSON_AddNumberToObject(a, "overflows", (double)gs.overflows);
+            if (rc == 0) rc = check(e, expect, a, K_GROUP_SNAPSHOT);
+        }
+        holdoff_key_list_free(keys);
     } else if (strcmp(op, "before") == 0) {
         holdoff_before b;
         holdoff_permit p;
@@ -760,7 +813,8 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
             if (b.action == HOLDOFF_BEFORE_ACTION_GO) {
                 cJSON_AddNumberToObject(a, "episode", p.episode);
                 cJSON_AddBoolToObject(a, "probe", p.probe);
-                put_permit(c, str_of(step, "as", "_last"), NULL, p);
+                /* Recorded through the policy, which holds the case's breaker. */
+                put_permit(c, str_of(step, "as", "_last"), c->breaker, 0, p);
             } else if (b.action == HOLDOFF_BEFORE_ACTION_WAIT) {
                 add_ms(a, "delay_ms", b.delay_ns);
             } else {
@@ -775,20 +829,19 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         const cJSON *status = cJSON_GetObjectItemCaseSensitive(step, "status");
         holdoff_decision d;
         holdoff_classification cl;
-        uint64_t code;
+        int64_t code;
         if (!c->policy) {
             rc = fail(e, "the case has no policy");
         } else if (!pe) {
             rc = fail(e, "no permit named \"%s\"", name);
-        } else if (status && json_u64(status, &code)) {
+        } else if (status && json_i64(status, &code)) {
             holdoff_header hs[MAX_HEADERS];
             int n = read_headers(e, step, hs);
             if (n < 0) {
                 rc = -1;
             } else {
-                st = holdoff_policy_after_response(c->policy, policy_call(c, call_name), &pe->permit,
-                                                   (uint32_t)(code > UINT32_MAX ? UINT32_MAX : code), hs, (size_t)n,
-                                                   &d, &cl);
+                st = holdoff_policy_after_response(c->policy, policy_call(c, call_name), &pe->permit, code, hs,
+                                                   (size_t)n, &d, &cl);
                 if (st == HOLDOFF_STATUS_OK) {
                     add_decision(a, &d);
                     cJSON_AddStringToObject(a, "outcome", holdoff_outcome_name(cl.outcome));

@@ -1,5 +1,5 @@
 /*
- * holdoff C stress test (issue 8): THREADS pthreads share ONE breaker and ONE retry quota for a
+ * holdoff C stress test: THREADS pthreads share ONE breaker and ONE retry quota for a
  * bounded number of calls against a scripted, deterministic flaky upstream, on a manual clock
  * that only the coordinator (main) advances, between rounds, behind a barrier.
  *
@@ -12,7 +12,8 @@
  *           concurrently by every worker while the others call: the polled analogue of
  *           listeners re-entering the breaker, as the C ABI has no callbacks)
  *   quota: available = capacity - spent + refunded, within [0, capacity]
- *   a second record / return of the same permit or lease is refused, never counted
+ *   a second record / return of the same permit or lease is refused, never counted; a lease
+ *           given to a second quota is refused (foreign) and neither bucket moves
  *   no status outside the documented set, no handle left alive
  * A watchdog (alarm) aborts the process with a message if a round never finishes.
  *
@@ -67,6 +68,7 @@ static int passed, failed;
 static holdoff_clock *clock_;
 static holdoff_breaker *breaker;
 static holdoff_quota *quota;
+static holdoff_quota *other_quota; /* built like `quota`: every lease given to it is foreign */
 static pthread_barrier_t round_start, round_end;
 static volatile int round_no;           /* written by main between the barriers only */
 static unsigned long long upstream_calls; /* __atomic */
@@ -74,7 +76,7 @@ static holdoff_quota_lease shared_lease;  /* every worker tries to give it back:
 
 typedef struct {
     unsigned long long attempts, admitted, refused, recorded, cancelled, probes;
-    unsigned long long spent, refunded, quota_empty, double_refused, unexpected;
+    unsigned long long spent, refunded, quota_empty, double_refused, foreign_refused, unexpected;
     unsigned long long ev_opened, ev_recovered, ev_other, shared_returned;
     unsigned long long effects[3];
 } counters_t;
@@ -188,6 +190,13 @@ static void call(counters_t *c, int r, int k) {
     }
     c->spent += lease.cost;
     if (attempt(c, r, k + 1) != HOLDOFF_OUTCOME_SUCCESS) return; /* tokens stay spent */
+    if (k % 11 == 0) { /* given to the wrong quota first: refused, the lease stays usable */
+        st = holdoff_quota_on_success(other_quota, &lease);
+        if (st == HOLDOFF_STATUS_FOREIGN_PERMIT)
+            c->foreign_refused++;
+        else
+            unexpected(c, "foreign quota_on_success", st);
+    }
     st = holdoff_quota_on_success(quota, &lease);
     if (st != HOLDOFF_STATUS_OK) {
         unexpected(c, "quota_on_success", st);
@@ -214,7 +223,12 @@ static void *worker(void *arg) {
         }
         pthread_barrier_wait(&round_end);
     }
-    holdoff_status st = holdoff_quota_on_success(quota, &shared_lease);
+    holdoff_status st = holdoff_quota_on_success(other_quota, &shared_lease);
+    if (st == HOLDOFF_STATUS_FOREIGN_PERMIT)
+        c->foreign_refused++;
+    else
+        unexpected(c, "shared lease, foreign", st);
+    st = holdoff_quota_on_success(quota, &shared_lease);
     if (st == HOLDOFF_STATUS_OK)
         c->shared_returned++;
     else if (st != HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED)
@@ -240,6 +254,7 @@ int main(void) {
     qo.retry_cost = 5;
     qo.timeout_cost = 10;
     CHECK_EQ(holdoff_quota_new(&qo, &quota), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_quota_new(&qo, &other_quota), HOLDOFF_STATUS_OK);
     CHECK_EQ(holdoff_quota_acquire(quota, 0, &shared_lease), HOLDOFF_STATUS_OK);
     CHECK(shared_lease.acquired == 1);
     if (failed) return 1;
@@ -273,8 +288,9 @@ int main(void) {
 
     holdoff_snapshot s;
     CHECK_EQ(holdoff_breaker_snapshot(breaker, &s), HOLDOFF_STATUS_OK);
-    uint64_t available = 0;
+    uint64_t available = 0, other_available = 0;
     CHECK_EQ(holdoff_quota_available(quota, &available), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_quota_available(other_quota, &other_available), HOLDOFF_STATUS_OK);
 
     printf("stress: %d threads x %d rounds x %d calls: attempts %llu (admitted %llu, refused %llu), "
            "recorded %llu, cancelled %llu, probes %llu, opens %llu, closes %llu, quota spent %llu "
@@ -309,8 +325,13 @@ int main(void) {
     CHECK_EQ(available, CAPACITY - spent + refunded);
     CHECK(available <= CAPACITY);
     CHECK(sum.double_refused > 0);
+    /* Foreign give-backs: refused every time (the shared lease once per thread), and the
+     * second quota never moved. */
+    CHECK(sum.foreign_refused > THREADS);
+    CHECK_EQ(other_available, CAPACITY);
 
     holdoff_quota_free(quota);
+    holdoff_quota_free(other_quota);
     holdoff_breaker_free(breaker);
     holdoff_clock_free(clock_);
     pthread_barrier_destroy(&round_start);
