@@ -82,6 +82,12 @@ namespace Holdoff
         public int MaxRetries;
         public BackoffOptions Backoff;
         public TimeSpan MaxBackoffDuration;
+        /// <summary>What to do when a server asks for longer than <see cref="RetryAfterCap"/>:
+        /// false (the default) waits the cap and the decision says Capped; true gives up at once
+        /// with <see cref="GiveUpReason.RetryAfterAboveCap"/> and the server's delay in
+        /// ServerDelay (for callers who would rather reschedule than ask before the time the
+        /// server named). Neutral configuration: budget.give_up_above_cap.</summary>
+        public bool GiveUpAboveCap;
         public ulong Seed;
 
         public BudgetOptions()
@@ -97,6 +103,7 @@ namespace Holdoff
                 Jitter = o.BackoffJitter,
             };
             MaxBackoffDuration = Units.Span(o.MaxBackoffDurationNs);
+            GiveUpAboveCap = o.GiveUpAboveCap != 0;
             Seed = o.Seed;
         }
     }
@@ -139,7 +146,7 @@ namespace Holdoff
 
     /// <summary>Which parts a <see cref="HoldoffConfig"/> has.</summary>
     [Flags]
-    public enum ConfigParts : uint { None = 0, Breaker = 1, Budget = 2, Quota = 4, Classifier = 8 }
+    public enum ConfigParts : uint { None = 0, Breaker = 1, Budget = 2, Quota = 4, Classifier = 8, Group = 16 }
 
     /// <summary>A configuration in holdoff's neutral JSON format (durations in milliseconds,
     /// every part and field optional), parsed and validated by the core.</summary>
@@ -191,6 +198,8 @@ namespace Holdoff
             }
         }
 
+        /// <summary>A group whose template is the breaker part (the core's defaults without one),
+        /// bounded by group.max_keys (10 000 without it).</summary>
         public BreakerGroup NewBreakerGroup(Clock clock = null)
         {
             Clock temp = null;
@@ -264,7 +273,7 @@ namespace Holdoff
             return "[" + string.Join(",", parts) + "]";
         }
 
-        public static string Of(BreakerOptions b, BudgetOptions g, QuotaOptions q, ClassifierOptions c)
+        public static string Of(BreakerOptions b, BudgetOptions g, QuotaOptions q, ClassifierOptions c, int? maxKeys = null)
         {
             var parts = new List<string>();
             if (b != null)
@@ -289,8 +298,9 @@ namespace Holdoff
             if (g != null)
             {
                 parts.Add(string.Format("\"budget\":{{\"max_rate_limit_duration_ms\":{0},\"retry_after_cap_ms\":{1},\"max_retries\":{2}," +
-                    "\"backoff\":{3},\"max_backoff_duration_ms\":{4},\"seed\":{5}}}", Ms(g.MaxRateLimitDuration), Ms(g.RetryAfterCap),
-                    g.MaxRetries, Backoff(g.Backoff), Ms(g.MaxBackoffDuration), g.Seed.ToString(CultureInfo.InvariantCulture)));
+                    "\"backoff\":{3},\"max_backoff_duration_ms\":{4},\"give_up_above_cap\":{5},\"seed\":{6}}}", Ms(g.MaxRateLimitDuration),
+                    Ms(g.RetryAfterCap), g.MaxRetries, Backoff(g.Backoff), Ms(g.MaxBackoffDuration), g.GiveUpAboveCap ? "true" : "false",
+                    g.Seed.ToString(CultureInfo.InvariantCulture)));
             }
             if (q != null)
             {
@@ -306,6 +316,7 @@ namespace Holdoff
                 if (c.RateLimitDefaultWait.HasValue) f.Add("\"rate_limit_default_wait_ms\":" + Ms(c.RateLimitDefaultWait.Value));
                 parts.Add("\"classifier\":{" + string.Join(",", f) + "}");
             }
+            if (maxKeys.HasValue) parts.Add("\"group\":{\"max_keys\":" + maxKeys.Value.ToString(CultureInfo.InvariantCulture) + "}");
             return "{" + string.Join(",", parts) + "}";
         }
     }

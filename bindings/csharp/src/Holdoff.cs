@@ -33,18 +33,35 @@ namespace Holdoff
     /// <summary>Where a retry's delay came from.</summary>
     public enum WaitSource : uint { RetryAfter = 0, Backoff = 1, Breaker = 2 }
 
-    /// <summary>Why a caller should stop retrying.</summary>
+    /// <summary>Why a caller should stop retrying (the C ABI's codes; <see cref="Names"/> gives
+    /// the core's stable names).</summary>
     public enum GiveUpReason : uint
     {
-        BudgetSpent, RetryAfterExceedsRemaining, BackoffExceedsRemaining, AttemptsExhausted, NotRetryable,
-        QuotaEmpty, BreakerOpen, Cancelled
+        BudgetSpent = 0, RetryAfterExceedsRemaining = 1, BackoffExceedsRemaining = 2, AttemptsExhausted = 3,
+        NotRetryable = 4, QuotaEmpty = 5, BreakerOpen = 6, Cancelled = 7,
+        /// <summary>The server asked for longer than the Retry-After cap and the budget was built
+        /// with <see cref="BudgetOptions.GiveUpAboveCap"/>; the decision's ServerDelay is the server's delay.</summary>
+        RetryAfterAboveCap = 8,
+        /// <summary>The call's total time ran out.</summary>
+        TotalTimeout = 9,
     }
 
     /// <summary>Why a delay hint is unusable (<see cref="Usable"/> when it is usable).</summary>
     public enum Unusable : uint { Usable = 0, Missing = 1, Malformed = 2, Signed = 3, Conflicting = 4 }
 
-    /// <summary>Which header a delay hint came from.</summary>
-    public enum HintSource : uint { RetryAfter = 0, RateLimitReset = 1, XRateLimitReset = 2, None = 3 }
+    /// <summary>Which header a delay hint came from. The values are the C ABI's stable codes, not
+    /// the order of precedence (retry-after-ms, x-ms-retry-after-ms, Retry-After, RateLimit,
+    /// RateLimit-Reset, X-RateLimit-Reset).</summary>
+    public enum HintSource : uint
+    {
+        RetryAfter = 0, RateLimitReset = 1, XRateLimitReset = 2, None = 3,
+        /// <summary><c>retry-after-ms</c> (milliseconds).</summary>
+        RetryAfterMs = 4,
+        /// <summary><c>x-ms-retry-after-ms</c> (milliseconds).</summary>
+        XMsRetryAfterMs = 5,
+        /// <summary><c>RateLimit</c>, the structured field's <c>t</c> (seconds).</summary>
+        RateLimit = 6,
+    }
 
     /// <summary>What a policy says before an attempt.</summary>
     public enum BeforeAction : uint { Go = 0, Wait = 1, GiveUp = 2 }
@@ -77,8 +94,9 @@ namespace Holdoff
         }
     }
 
-    /// <summary>An argument out of range (Name invalid_input), e.g. an HTTP status outside
-    /// 100..599: <see cref="ArgumentException.ParamName"/> and <see cref="Field"/> name it.</summary>
+    /// <summary>An argument out of range (Name invalid_input), e.g. a value that is not an HTTP
+    /// status at all (outside 0..999, ParamName status) or a quota lease that was never acquired
+    /// (ParamName lease): <see cref="ArgumentException.ParamName"/> and <see cref="Field"/> name it.</summary>
     public sealed class HoldoffInputException : ArgumentException
     {
         public HoldoffInputException(string field, string message) : base(message, field) { }
@@ -89,10 +107,13 @@ namespace Holdoff
     }
 
     /// <summary>A permit recorded twice (Name permit_already_recorded) or on a breaker that did
-    /// not issue it (foreign_permit).</summary>
+    /// not issue it (foreign_permit); likewise a quota lease given back twice or to another quota
+    /// (Field lease). The permit or lease is unchanged: a foreign one stays usable where it was
+    /// issued.</summary>
     public sealed class PermitException : HoldoffException
     {
         public PermitException(string name, string message) : base(name, "permit", message) { }
+        public PermitException(string name, string field, string message) : base(name, field ?? "permit", message) { }
     }
 
     /// <summary>An invalid configuration value: <see cref="ArgumentException.ParamName"/> is the
@@ -173,7 +194,7 @@ namespace Holdoff
             {
                 case InvalidConfig: throw new HoldoffConfigException(field, message);
                 case PermitAlreadyRecorded:
-                case ForeignPermit: throw new PermitException(name, message);
+                case ForeignPermit: throw new PermitException(name, field, message);
                 case ClockBackwards: throw new HoldoffException(name, field, message);
                 case InvalidInput: throw new HoldoffInputException(field, message);
                 default: throw new HoldoffException(name, field, message);
@@ -265,7 +286,7 @@ namespace Holdoff
     public static class Library
     {
         /// <summary>The ABI this binding was written for.</summary>
-        public const uint AbiVersion = 1;
+        public const uint AbiVersion = 2;
 
         static Library()
         {
@@ -528,59 +549,135 @@ namespace Holdoff
         public void Reset() { Status.Check(Native.holdoff_breaker_reset(Handle)); }
     }
 
-    /// <summary>One breaker per upstream key, created on first use from one template.</summary>
+    /// <summary>A side-effect-free view of a group's counts, read together
+    /// (<see cref="BreakerGroup.Snapshot"/>).</summary>
+    public sealed class GroupSnapshot
+    {
+        /// <summary>Breakers the group keeps now (at most <see cref="MaxKeys"/>; overflow breakers
+        /// are not kept).</summary>
+        public int Keys { get; private set; }
+        /// <summary>The bound on <see cref="Keys"/>.</summary>
+        public int MaxKeys { get; private set; }
+        /// <summary>Idle breakers evicted to make room for a new key, since the group was made.</summary>
+        public ulong Evictions { get; private set; }
+        /// <summary>Overflow breakers handed out (not kept) because nothing could be evicted.</summary>
+        public ulong Overflows { get; private set; }
+
+        internal GroupSnapshot(GroupStatsC s)
+        {
+            // Both counts are at most the core's limit on max_keys (100 000 000): they fit an int.
+            Keys = checked((int)(ulong)s.Keys);
+            MaxKeys = checked((int)(ulong)s.MaxKeys);
+            Evictions = s.Evictions;
+            Overflows = s.Overflows;
+        }
+    }
+
+    /// <summary>Breakers keyed by upstream (host, registry, provider, tenant), created on first
+    /// use from one template, each with its own jitter seed mixed with its key. Thread-safe.
+    ///
+    /// Bounded, because keys often come from request data: the group keeps at most
+    /// <see cref="MaxKeys"/> breakers (the core's default, 10 000, unless the constructor says
+    /// otherwise). A new key at a full group evicts the least recently used idle breaker (closed,
+    /// no failure counted); open, half-open, forced-open and disabled breakers, and closed ones
+    /// counting failures, are never evicted. With none idle, the new key gets an overflow breaker
+    /// the group does not keep: no call fails because the group is full.
+    /// <see cref="Snapshot"/> counts evictions and overflows.</summary>
     public sealed class BreakerGroup : IDisposable
     {
         internal readonly GroupHandle Handle;
-        readonly Dictionary<string, Breaker> breakers = new Dictionary<string, Breaker>();
+        static readonly Encoding StrictUtf8 = new UTF8Encoding(false, true);
 
         internal BreakerGroup(GroupHandle h) { Handle = h; }
 
-        public BreakerGroup(BreakerOptions template, Clock clock = null)
+        /// <summary>An empty group whose breakers are built from <paramref name="template"/> and
+        /// read <paramref name="clock"/> (the system clock when null). <paramref name="maxKeys"/>
+        /// bounds the breakers kept, 1..100 000 000; null takes the core's default (10 000).
+        /// Throws HoldoffConfigException (an ArgumentException) naming the invalid field:
+        /// the template's, or group.max_keys.</summary>
+        public BreakerGroup(BreakerOptions template, Clock clock = null, int? maxKeys = null)
         {
-            using (var c = HoldoffConfig.Parse(ConfigJson.Of(template, null, null, null)))
+            using (var c = HoldoffConfig.Parse(ConfigJson.Of(template, null, null, null, maxKeys)))
                 Handle = c.NewBreakerGroup(clock).Handle;
         }
 
-        /// <summary>The breaker for <paramref name="key"/> (owned by the group: do not dispose it).</summary>
-        public Breaker this[string key]
+        /// <summary>The breaker the group holds for <paramref name="key"/> now (created on first
+        /// use), marking it most recently used; at a full group with nothing evictable, an
+        /// overflow breaker the group does not keep (a fresh one each time). Every call returns a
+        /// new <see cref="Breaker"/> object: the caller owns it and disposes it when done (which
+        /// releases that object only, never the group's breaker; a forgotten one is released by
+        /// its finalizer). Ask the group for each call's breaker and record the permit on the
+        /// object that admitted it: one kept longer may be a breaker the group has since evicted
+        /// (still usable, but no longer the key's).
+        /// Throws ArgumentNullException for a null key, ArgumentException (ParamName key) for a
+        /// string that is not valid UTF-16.</summary>
+        public Breaker Get(string key)
         {
-            get
+            if (key == null) throw new ArgumentNullException("key");
+            byte[] k;
+            try
             {
-                lock (breakers)
-                {
-                    Breaker b;
-                    if (breakers.TryGetValue(key, out b)) return b;
-                    byte[] k = Encoding.UTF8.GetBytes(key);
-                    BreakerHandle h;
-                    Status.Check(Native.holdoff_group_get(Handle, k, (UIntPtr)k.Length, out h));
-                    b = new Breaker(h);
-                    breakers[key] = b;
-                    return b;
-                }
+                k = StrictUtf8.GetBytes(key);
             }
+            catch (EncoderFallbackException e)
+            {
+                throw new ArgumentException("holdoff: the key is not valid UTF-16 (a lone surrogate)", "key", e);
+            }
+            BreakerHandle h;
+            Status.Check(Native.holdoff_group_get(Handle, k, (UIntPtr)k.Length, out h));
+            return new Breaker(h);
         }
 
+        /// <summary>The number of breakers the group keeps (overflow breakers are not kept).</summary>
         public int Count
         {
             get
             {
                 UIntPtr n;
                 Status.Check(Native.holdoff_group_len(Handle, out n));
-                return (int)n;
+                return (int)(ulong)n;
             }
         }
 
-        /// <summary>Releases the group and every breaker it handed out.</summary>
-        public void Dispose()
+        /// <summary>The most breakers the group keeps (1..100 000 000).</summary>
+        public int MaxKeys { get { return Snapshot().MaxKeys; } }
+
+        /// <summary>The group's counts (breakers kept, MaxKeys, evictions, overflows), read
+        /// together. Side-effect free: marks no key used.</summary>
+        public GroupSnapshot Snapshot()
         {
-            lock (breakers)
-            {
-                foreach (var b in breakers.Values) b.Dispose();
-                breakers.Clear();
-            }
-            Handle.Dispose();
+            GroupStatsC s;
+            Status.Check(Native.holdoff_group_snapshot(Handle, out s));
+            return new GroupSnapshot(s);
         }
+
+        /// <summary>The keys the group keeps now, sorted by their UTF-8 bytes (a copy). Side-effect
+        /// free: marks no key used.</summary>
+        public IReadOnlyList<string> Keys()
+        {
+            KeyListHandle list;
+            Status.Check(Native.holdoff_group_keys(Handle, out list));
+            using (list)
+            {
+                UIntPtr n;
+                Status.Check(Native.holdoff_key_list_len(list, out n));
+                var keys = new string[(int)(ulong)n];
+                for (int i = 0; i < keys.Length; i++)
+                {
+                    IntPtr p;
+                    UIntPtr len;
+                    Status.Check(Native.holdoff_key_list_get(list, (UIntPtr)i, out p, out len));
+                    var b = new byte[(int)(ulong)len];
+                    Marshal.Copy(p, b, 0, b.Length);
+                    keys[i] = Encoding.UTF8.GetString(b);
+                }
+                return keys;
+            }
+        }
+
+        /// <summary>Releases the group. Breakers obtained from it stay valid (each is released by
+        /// its own Dispose).</summary>
+        public void Dispose() { Handle.Dispose(); }
     }
 
     /// <summary>A retry decision.</summary>
@@ -659,7 +756,10 @@ namespace Holdoff
         public void Dispose() { Handle.Dispose(); }
     }
 
-    /// <summary>The result of <see cref="RetryQuota.Acquire"/>.</summary>
+    /// <summary>The result of <see cref="RetryQuota.Acquire"/>: the tokens of one retry, issued
+    /// by one quota. Give an acquired lease back once, to the quota that issued it, with
+    /// <see cref="RetryQuota.OnSuccess"/>; the core checks both (thread-safe: of concurrent
+    /// give-backs of one lease, one succeeds).</summary>
     public sealed class QuotaLease
     {
         internal QuotaLeaseC Raw;
@@ -689,7 +789,12 @@ namespace Holdoff
             return new QuotaLease(l);
         }
 
-        /// <summary>Refunds <paramref name="lease"/> (or adds the refill when null).</summary>
+        /// <summary>The call succeeded: refunds <paramref name="lease"/>, or adds the configured
+        /// refill when it is null (the call needed no retry); never past capacity. The core checks
+        /// the lease: <see cref="PermitException"/> (Field lease) named permit_already_recorded when
+        /// it was already given back, foreign_permit when another quota issued it (it stays usable
+        /// there); <see cref="HoldoffInputException"/> when it was never acquired. The bucket is
+        /// unchanged on every error.</summary>
         public void OnSuccess(QuotaLease lease)
         {
             if (lease == null) Status.Check(Native.holdoff_quota_on_success_no_lease(Handle, IntPtr.Zero));
@@ -724,8 +829,15 @@ namespace Holdoff
     /// <summary>A classified HTTP response.</summary>
     public sealed class Classification
     {
+        /// <summary>What the breaker and the budget are told.</summary>
         public Outcome Outcome;
+        /// <summary>The response's delay hint (its source says which header).</summary>
         public Hint Hint;
+        /// <summary>The response's <c>x-should-retry</c> (true or false), null without one (or with
+        /// another value). false makes any status from 400 up an answer and true makes an answer a
+        /// failure; it never changes a success, a broken status or a status listed in the
+        /// classifier's options (<see cref="Outcome"/> already says the result).</summary>
+        public bool? ShouldRetry;
         internal static Classification Of(ClassificationC c)
         {
             var kind = (OutcomeKind)c.Outcome;
@@ -733,6 +845,7 @@ namespace Holdoff
             {
                 Outcome = kind == OutcomeKind.RetryLater ? Outcome.RetryLater(Units.Span(c.RetryLaterNs)) : Simple(kind),
                 Hint = Hint.Of(c.Hint),
+                ShouldRetry = c.HasShouldRetry != 0 ? c.ShouldRetry != 0 : (bool?)null,
             };
         }
 
@@ -793,16 +906,19 @@ namespace Holdoff
                 Handle = c.NewClassifier().Handle;
         }
 
-        /// <summary>Throws HoldoffInputException (an ArgumentException, Name invalid_input, ParamName
-        /// status) for a status outside 100..599.</summary>
-        public Classification Classify(int status, IList<KeyValuePair<string, string>> headers, DateTimeOffset now)
+        /// <summary>Classifies a response: <paramref name="status"/> is whatever integer the HTTP
+        /// client gave. 0..999 is a status (one outside 100..599 is a broken upstream: a failure,
+        /// whatever the headers say); the core refuses any other value with HoldoffInputException
+        /// (an ArgumentException, Name invalid_input, ParamName status). HTTP-dates are compared
+        /// with the wall time <paramref name="now"/>.</summary>
+        public Classification Classify(long status, IList<KeyValuePair<string, string>> headers, DateTimeOffset now)
         {
             var allocated = new List<IntPtr>();
             try
             {
                 var hs = Units.Headers(headers, allocated);
                 ClassificationC c;
-                Status.Check(Native.holdoff_classifier_classify(Handle, status < 0 ? uint.MaxValue : (uint)status, hs,
+                Status.Check(Native.holdoff_classifier_classify(Handle, status, hs,
                     (UIntPtr)hs.Length, Units.UnixNs(now, "now"), out c));
                 return Classification.Of(c);
             }
@@ -941,8 +1057,12 @@ namespace Holdoff
             return Decision.Of(d);
         }
 
-        /// <summary>After for an HTTP response, classified at the decision's clock reading.</summary>
-        public Decision AfterResponse(PolicyCall call, Permit permit, int status,
+        /// <summary>After for an HTTP response, classified at the decision's clock reading.
+        /// <paramref name="status"/> is whatever integer the HTTP client gave: 0..999 is a status
+        /// (one outside 100..599 is a broken upstream, recorded as a failure); the core refuses
+        /// any other value with HoldoffInputException (ParamName status), and the permit is then
+        /// recorded as cancelled (a probe frees its slot, its window stays spent).</summary>
+        public Decision AfterResponse(PolicyCall call, Permit permit, long status,
             IList<KeyValuePair<string, string>> headers, out Classification classification)
         {
             var allocated = new List<IntPtr>();
@@ -952,7 +1072,7 @@ namespace Holdoff
                 DecisionC d;
                 ClassificationC c;
                 Status.Check(Native.holdoff_policy_after_response(Handle, call.Handle, ref permit.Raw,
-                    status < 0 ? uint.MaxValue : (uint)status, hs, (UIntPtr)hs.Length, out d, out c));
+                    status, hs, (UIntPtr)hs.Length, out d, out c));
                 classification = Classification.Of(c);
                 return Decision.Of(d);
             }

@@ -81,6 +81,7 @@ namespace Holdoff.Interop
         public ulong RetryLaterNs;
         public RetryAfterC Hint;
         public uint Outcome;
+        public byte ShouldRetry, HasShouldRetry;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -96,6 +97,8 @@ namespace Holdoff.Interop
     {
         public ulong Cost, Available;
         public byte Acquired, Returned;
+        public ushort Reserved;
+        public uint RawQuota;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -122,6 +125,14 @@ namespace Holdoff.Interop
         public double BackoffJitter;
         public ulong MaxBackoffDurationNs, Seed;
         public uint MaxRetries;
+        public byte GiveUpAboveCap;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct GroupStatsC
+    {
+        public UIntPtr Keys, MaxKeys;
+        public ulong Evictions, Overflows;
     }
 
     [StructLayout(LayoutKind.Sequential)]
@@ -155,6 +166,11 @@ namespace Holdoff.Interop
     internal sealed class GroupHandle : HoldoffHandle
     {
         protected override bool ReleaseHandle() { return Native.holdoff_group_free(handle) == 0; }
+    }
+
+    internal sealed class KeyListHandle : HoldoffHandle
+    {
+        protected override bool ReleaseHandle() { return Native.holdoff_key_list_free(handle) == 0; }
     }
 
     internal sealed class BudgetHandle : HoldoffHandle
@@ -244,6 +260,12 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_group_free(IntPtr group);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_group_get(GroupHandle group, byte[] key, UIntPtr keyLen, out BreakerHandle breaker);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_group_len(GroupHandle group, out UIntPtr len);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_group_new_with_max_keys(ref BreakerOptionsC template, UIntPtr maxKeys, ClockHandle clock, out GroupHandle group);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_group_snapshot(GroupHandle group, out GroupStatsC stats);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_group_keys(GroupHandle group, out KeyListHandle keys);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_key_list_free(IntPtr keys);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_key_list_len(KeyListHandle keys, out UIntPtr len);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_key_list_get(KeyListHandle keys, UIntPtr index, out IntPtr key, out UIntPtr keyLen);
 
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_budget_free(IntPtr budget);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_budget_decide(BudgetHandle budget, RetryStateHandle state, uint outcome, ulong retryLaterNs, out DecisionC decision);
@@ -261,7 +283,7 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_parse_retry_after(byte[] value, UIntPtr len, ulong wallNowUnixNs, out RetryAfterC result);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_hint_from_headers(HeaderC[] headers, UIntPtr n, ulong wallNowUnixNs, out RetryAfterC result);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_classifier_free(IntPtr classifier);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_classifier_classify(ClassifierHandle classifier, uint status, HeaderC[] headers, UIntPtr n, ulong wallNowUnixNs, out ClassificationC result);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_classifier_classify(ClassifierHandle classifier, long status, HeaderC[] headers, UIntPtr n, ulong wallNowUnixNs, out ClassificationC result);
 
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_new(BreakerHandle breaker, BudgetHandle budget, QuotaHandle quota, ClassifierHandle classifier, out PolicyHandle policy);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_free(IntPtr policy);
@@ -270,7 +292,7 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_call_attempts(PolicyCallHandle call, out uint attempts);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_before(PolicyHandle policy, PolicyCallHandle call, out BeforeC before, out PermitC permit);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_after(PolicyHandle policy, PolicyCallHandle call, ref PermitC permit, uint outcome, ulong retryLaterNs, out DecisionC decision);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_after_response(PolicyHandle policy, PolicyCallHandle call, ref PermitC permit, uint status, HeaderC[] headers, UIntPtr n, out DecisionC decision, out ClassificationC classification);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_after_response(PolicyHandle policy, PolicyCallHandle call, ref PermitC permit, long status, HeaderC[] headers, UIntPtr n, out DecisionC decision, out ClassificationC classification);
 
         public static string Str(IntPtr p) { return p == IntPtr.Zero ? null : Marshal.PtrToStringAnsi(p); }
     }

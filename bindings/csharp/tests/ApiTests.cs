@@ -188,20 +188,197 @@ namespace Holdoff.Tests
             using (var c = new Classifier(new ClassifierOptions { FailureStatuses = new[] { 403 } }))
             {
                 Check(c.Classify(403, null, now).Outcome.Kind == OutcomeKind.Failure, "403 override");
-                var e = Throws<HoldoffInputException>(() => c.Classify(700, null, now), "status 700");
-                Check(e is ArgumentException && e.Name == "invalid_input" && e.ParamName == e.Field, "invalid_input is an ArgumentException");
-                Throws<ArgumentException>(() => c.Classify(99, null, now), "status 99");
+                // 0..999 are statuses; outside 100..599 a broken upstream, a failure whatever it says.
+                foreach (long broken in new long[] { 0, 99, 600, 700, 999 })
+                {
+                    var cl = c.Classify(broken, Header("retry-after", "5"), now);
+                    Check(cl.Outcome.Kind == OutcomeKind.Failure, "status " + broken + " is a failure: " + cl.Outcome);
+                }
+                // Anything else reaches the core's check, whatever its width.
+                foreach (long notStatus in new long[] { -1, 1000, 70000, (long)int.MaxValue + 1, long.MinValue })
+                {
+                    var e = Throws<HoldoffInputException>(() => c.Classify(notStatus, null, now), "status " + notStatus);
+                    Check(e is ArgumentException && e.Name == "invalid_input" && e.ParamName == "status" && e.Field == "status",
+                        "invalid_input naming status for " + notStatus);
+                }
+                var answer = c.Classify(404, Header("x-should-retry", "true"), now);
+                Check(answer.Outcome.Kind == OutcomeKind.Failure && answer.ShouldRetry == true, "x-should-retry: true makes a 404 a failure");
+                var no = c.Classify(500, Header("x-should-retry", "false"), now);
+                Check(no.Outcome.Kind == OutcomeKind.Answer && no.ShouldRetry == false, "x-should-retry: false makes a 500 an answer");
+                var listed = c.Classify(403, Header("x-should-retry", "false"), now);
+                Check(listed.Outcome.Kind == OutcomeKind.Failure && listed.ShouldRetry == false, "x-should-retry never overrides the options' lists");
+                var plain = c.Classify(404, null, now);
+                Check(plain.Outcome.Kind == OutcomeKind.Answer && plain.ShouldRetry == null, "no x-should-retry: null");
+                Check(c.Classify(404, Header("x-should-retry", "maybe"), now).ShouldRetry == null, "another value is ignored");
             }
+            var ms = RetryAfterHeader.FromHeaders(Header("retry-after-ms", "1500.2"), now);
+            Check(ms.Source == HintSource.RetryAfterMs && ms.Delay == TimeSpan.FromMilliseconds(1501), "retry-after-ms rounds up: " + ms.Delay);
+            var both = RetryAfterHeader.FromHeaders(new List<KeyValuePair<string, string>>
+            {
+                new KeyValuePair<string, string>("Retry-After", "60"), new KeyValuePair<string, string>("x-ms-retry-after-ms", "250"),
+            }, now);
+            Check(both.Source == HintSource.XMsRetryAfterMs && both.Delay == TimeSpan.FromMilliseconds(250), "x-ms-retry-after-ms before Retry-After");
+            var rl = RetryAfterHeader.FromHeaders(Header("RateLimit", "\"default\";r=0;t=7"), now);
+            Check(rl.Source == HintSource.RateLimit && rl.Delay == TimeSpan.FromSeconds(7), "RateLimit's t");
+            Check(Names.Of(HintSource.RetryAfterMs) == "retry_after_ms" && Names.Of(HintSource.XMsRetryAfterMs) == "x_ms_retry_after_ms"
+                && Names.Of(HintSource.RateLimit) == "ratelimit" && Names.Of(HintSource.None) == "none", "hint source names from the core");
+            Check(Names.Of(GiveUpReason.RetryAfterAboveCap) == "retry_after_above_cap" && Names.Of(GiveUpReason.TotalTimeout) == "total_timeout"
+                && Names.Of(GiveUpReason.Cancelled) == "cancelled", "give-up reason names from the core");
             using (var q = new RetryQuota(new QuotaOptions { Capacity = 12 }))
+            using (var other = new RetryQuota(new QuotaOptions { Capacity = 12 }))
             {
                 var l = q.Acquire(false);
                 Check(l.Acquired && l.Cost == 5 && q.Available == 7 && !q.Acquire(true).Acquired, "quota acquire");
+                other.Acquire(false);
+                var pe = Throws<PermitException>(() => other.OnSuccess(l), "lease given to another quota");
+                Check(pe != null && pe.Name == "foreign_permit" && pe.Field == "lease", "foreign lease: " + (pe != null ? pe.Name + "/" + pe.Field : ""));
+                Check(other.Available == 7 && q.Available == 7, "a foreign lease moves neither bucket");
                 q.OnSuccess(l);
-                Check(q.Available == 12, "quota refund");
-                Throws<PermitException>(() => q.OnSuccess(l), "second refund");
+                Check(q.Available == 12, "the foreign lease stayed usable on its own quota");
+                pe = Throws<PermitException>(() => q.OnSuccess(l), "second refund");
+                Check(pe != null && pe.Name == "permit_already_recorded" && pe.Field == "lease", "lease given back twice");
+                q.Acquire(false);
+                Check(q.Available == 7, "the refused second refund added nothing");
+                var ie = Throws<HoldoffInputException>(() => q.OnSuccess(q.Acquire(true)), "lease never acquired");
+                Check(ie != null && ie.ParamName == "lease" && q.Available == 7, "an unacquired lease refunds nothing");
             }
-            using (var g = new BreakerGroup(new BreakerOptions()))
-                Check(g["a"] == g["a"] && g["a"] != g["b"] && g.Count == 2, "group");
+        }
+
+        static List<KeyValuePair<string, string>> Header(string name, string value)
+        {
+            return new List<KeyValuePair<string, string>> { new KeyValuePair<string, string>(name, value) };
+        }
+
+        static void Groups()
+        {
+            using (var clock = new ManualClock())
+            {
+                using (var g = new BreakerGroup(new BreakerOptions(), clock))
+                {
+                    Check(g.MaxKeys == 10000, "the core's default bound: " + g.MaxKeys);
+                    using (var a1 = g.Get("a"))
+                    using (var a2 = g.Get("a"))
+                    {
+                        Check(!ReferenceEquals(a1, a2), "each Get is a new object");
+                        a1.ForceOpen();
+                        Check(a2.Snapshot().State == State.ForcedOpen && g.Count == 1, "both objects are the group's one breaker for a");
+                    }
+                    using (var a3 = g.Get("a"))
+                        Check(a3.Snapshot().State == State.ForcedOpen, "disposing the objects left the group's breaker");
+                }
+                var o = new BreakerOptions { Trip = TripPolicy.ConsecutiveFailures(1) };
+                using (var g = new BreakerGroup(o, clock, 2))
+                {
+                    Check(g.MaxKeys == 2, "MaxKeys from the constructor");
+                    using (var a = g.Get("a")) a.Record(a.Allow(), Outcome.Success);
+                    g.Get("b").Dispose();
+                    using (var a = g.Get("a")) { }
+                    g.Get("c").Dispose();
+                    var s = g.Snapshot();
+                    Check(s.Keys == 2 && s.MaxKeys == 2 && s.Evictions == 1 && s.Overflows == 0, "c evicted b, the least recently used");
+                    var keys = g.Keys();
+                    Check(keys.Count == 2 && keys[0] == "a" && keys[1] == "c", "kept keys, sorted: " + string.Join(",", keys));
+                    using (var a = g.Get("a")) a.Record(a.Allow(), Outcome.Failure);
+                    using (var c = g.Get("c")) c.Record(c.Allow(), Outcome.Failure);
+                    Breaker d = g.Get("d");
+                    using (d)
+                    {
+                        Check(d.Snapshot().State == State.Closed, "an overflow breaker works");
+                        s = g.Snapshot();
+                        Check(s.Keys == 2 && s.Evictions == 1 && s.Overflows == 1, "nothing idle: d overflows");
+                    }
+                    using (var a = g.Get("a"))
+                        Check(a.Snapshot().State == State.Open, "the open breaker was kept");
+                    keys = g.Keys();
+                    Check(keys.Count == 2 && keys[0] == "a" && keys[1] == "c", "Keys marks nothing and d is not kept");
+                }
+                foreach (int bad in new[] { 0, -1, 100000001 })
+                {
+                    var e = Throws<HoldoffConfigException>(() => new BreakerGroup(new BreakerOptions(), clock, bad).Dispose(), "maxKeys " + bad);
+                    Check(e != null && e.ParamName == "group.max_keys", "maxKeys " + bad + " names group.max_keys");
+                }
+                using (var cfg = HoldoffConfig.Parse("{\"breaker\":{},\"group\":{\"max_keys\":3}}"))
+                using (var g = cfg.NewBreakerGroup(clock))
+                    Check(cfg.Parts == (ConfigParts.Breaker | ConfigParts.Group) && g.MaxKeys == 3, "group.max_keys in the neutral configuration");
+                Throws<ArgumentNullException>(() => { using (var g = new BreakerGroup(new BreakerOptions(), clock)) g.Get(null); }, "null key");
+                var ue = Throws<ArgumentException>(() => { using (var g = new BreakerGroup(new BreakerOptions(), clock)) g.Get("\ud800"); }, "lone surrogate");
+                Check(ue != null && ue.ParamName == "key", "a lone surrogate names key");
+            }
+        }
+
+        static void BudgetAboveCap()
+        {
+            using (var clock = new ManualClock())
+            {
+                Check(!new BudgetOptions().GiveUpAboveCap, "GiveUpAboveCap defaults to false");
+                using (var waits = new RetryBudget(new BudgetOptions(), clock))
+                using (var s = new RetryState())
+                {
+                    var d = waits.Decide(s, Outcome.RetryLater(TimeSpan.FromSeconds(400)));
+                    Check(d.Kind == DecisionKind.Retry && d.Delay == TimeSpan.FromSeconds(300) && d.Capped && d.ServerDelay == TimeSpan.FromSeconds(400),
+                        "the default waits the cap");
+                }
+                using (var gives = new RetryBudget(new BudgetOptions { GiveUpAboveCap = true }, clock))
+                using (var s = new RetryState())
+                {
+                    var d = gives.Decide(s, Outcome.RetryLater(TimeSpan.FromSeconds(400)));
+                    Check(d.Kind == DecisionKind.GiveUp && d.Reason == GiveUpReason.RetryAfterAboveCap && d.ServerDelay == TimeSpan.FromSeconds(400),
+                        "GiveUpAboveCap gives up with the server's delay");
+                    d = gives.Decide(s, Outcome.RetryLater(TimeSpan.FromSeconds(300)));
+                    Check(d.Kind == DecisionKind.Retry && d.Delay == TimeSpan.FromSeconds(300) && !d.Capped, "a delay at the cap is waited");
+                }
+            }
+        }
+
+        static void PolicyStatuses()
+        {
+            using (var clock = new ManualClock())
+            using (var p = new Policy(new PolicyOptions(), clock))
+            using (var call = new PolicyCall())
+            {
+                var b = p.Before(call);
+                Classification cl = null;
+                var e = Throws<HoldoffInputException>(() => p.AfterResponse(call, b.Permit, 70000, null, out cl), "policy status 70000");
+                Check(e != null && e.ParamName == "status", "the policy refuses 70000 naming status");
+                var pe = Throws<PermitException>(() => p.Breaker.Record(b.Permit, Outcome.Success), "the refused status spent the permit");
+                Check(pe != null && pe.Name == "permit_already_recorded", "recorded as cancelled: " + (pe != null ? pe.Name : ""));
+                b = p.Before(call);
+                var d = p.AfterResponse(call, b.Permit, 999, null, out cl);
+                Check(cl.Outcome.Kind == OutcomeKind.Failure && d.Kind == DecisionKind.Retry && p.Breaker.Snapshot().Failures == 1,
+                    "999 is a failure for breaker and budget");
+            }
+        }
+
+        static void ProbeRules()
+        {
+            var o = new BreakerOptions { Trip = TripPolicy.ConsecutiveFailures(1) };
+            using (var clock = new ManualClock())
+            using (var b = new Breaker(o, clock))
+            {
+                b.Record(b.Allow(), Outcome.Failure);
+                clock.Set(TimeSpan.FromSeconds(30));
+                var probe = b.Allow();
+                Check(b.Record(probe, Outcome.Cancelled) == Effect.Ignored, "a cancellation moves no recovery");
+                var s = b.Snapshot();
+                Check(s.ProbesInFlight == 0, "a cancelled probe frees its slot");
+                var refused = Throws<BreakerOpenException>(() => b.Allow(), "a cancelled probe's window stays spent");
+                Check(refused != null && refused.RetryAfter == TimeSpan.FromSeconds(30), "next probe a full interval after the cancelled one's admission");
+                clock.Set(TimeSpan.FromSeconds(60));
+                b.Record(b.Allow(), Outcome.Failure);
+                // Re-opened with the next backoff step (60 s); once a probe is answered, the ramp
+                // runs at the first step (30 s) after that probe's admission.
+                clock.Set(TimeSpan.FromSeconds(120));
+                var first = b.Allow();
+                Check(first.IsProbe, "probe after the grown backoff");
+                Check(b.Record(first, Outcome.Success) == Effect.Counted, "ramp probe answered");
+                s = b.Snapshot();
+                Check(s.State == State.HalfOpen && s.Recoveries == 1 && s.Interval == TimeSpan.FromSeconds(30) && s.RetryAfter == TimeSpan.FromSeconds(30),
+                    "the ramp's interval is the first step: " + s.Interval + " / " + s.RetryAfter);
+                clock.Set(TimeSpan.FromSeconds(149));
+                Throws<BreakerOpenException>(() => b.Allow(), "not before the first step");
+                clock.Set(TimeSpan.FromSeconds(150));
+                Check(b.Allow().IsProbe, "the next ramp probe at the first step, not the grown 60 s");
+            }
         }
 
         static void Threads()
@@ -347,6 +524,10 @@ namespace Holdoff.Tests
             BreakerBasics();
             PolicyExecute();
             HttpAndQuota();
+            Groups();
+            BudgetAboveCap();
+            PolicyStatuses();
+            ProbeRules();
             Threads();
             UnitBounds();
             LongDelay();

@@ -271,21 +271,21 @@ namespace Holdoff.Bench
 
             foreach (var g in new[] { Tuple.Create("group_lookup_10", 10), Tuple.Create("group_lookup_10k", 10000), Tuple.Create("group_lookup_1m", 1000000) })
             {
-                using (var group = new BreakerGroup(new BreakerOptions()))
+                using (var group = new BreakerGroup(new BreakerOptions(), null, g.Item2))
                 {
                     var keys = new string[g.Item2];
                     for (int i = 0; i < keys.Length; i++)
                     {
                         keys[i] = "host-" + i.ToString(CultureInfo.InvariantCulture);
-                        GC.KeepAlive(group[keys[i]]);
+                        group.Get(keys[i]).Dispose();
                     }
-                    Measure("holdoff", g.Item1, 1, "group[key] (existing key), " + g.Item2 + " keys, scattered order", n =>
+                    Measure("holdoff", g.Item1, 1, "using (group.Get(key)) (existing key), " + g.Item2 + " keys, scattered order", n =>
                     {
                         int k = 0;
                         for (int i = 0; i < n; i++)
                         {
                             k = (k + 7919) % keys.Length;
-                            GC.KeepAlive(group[keys[k]]);
+                            group.Get(keys[k]).Dispose();
                         }
                     });
                 }
@@ -298,12 +298,13 @@ namespace Holdoff.Bench
                 i => new LockBreaker(), objs => { });
             BreakerGroup mg = null;
             Memory("holdoff", "bytes_per_group_entry",
-                "managed + native delta over 100k new keys host-N in one group (C# dictionary + wrapper + core entry)",
+                "managed + native delta over 100k new keys host-N in one group (the core's entry; each Breaker object disposed at once)",
                 i =>
                 {
                     if (i < 0) return null;
-                    if (i % MemN == 0) mg = new BreakerGroup(opts);
-                    return mg["host-" + i.ToString(CultureInfo.InvariantCulture)];
+                    if (i % MemN == 0) mg = new BreakerGroup(opts, null, MemN);
+                    mg.Get("host-" + i.ToString(CultureInfo.InvariantCulture)).Dispose();
+                    return mg;
                 },
                 objs => mg.Dispose());
         }

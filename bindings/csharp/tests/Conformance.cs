@@ -2,6 +2,7 @@
 // following conformance/README.md (mirrors core/tests/conformance.rs). Prints one line per case
 // and ends with `N passed, N failed, N skipped`. HOLDOFF_CASES=substring filters case ids.
 using System;
+using System.Collections;
 using System.Collections.Generic;
 using System.Globalization;
 using System.IO;
@@ -14,10 +15,12 @@ namespace Holdoff.Tests
         public CaseFailure(string message) : base(message) { }
     }
 
+    /// <summary>A permit with the breaker object that admitted it: it is recorded there, as user
+    /// code does, never on whatever the group holds for the key by then.</summary>
     sealed class NamedPermit
     {
         public Permit Permit;
-        public string Key;
+        public Breaker Breaker;
     }
 
     sealed class Ctx : IDisposable
@@ -34,9 +37,12 @@ namespace Holdoff.Tests
         public readonly Dictionary<string, RetryState> States = new Dictionary<string, RetryState>();
         public readonly Dictionary<string, PolicyCall> Calls = new Dictionary<string, PolicyCall>();
         public readonly Dictionary<string, QuotaLease> Leases = new Dictionary<string, QuotaLease>();
+        /// <summary>The breaker objects the group handed out (the runner owns and disposes them).</summary>
+        public readonly List<Breaker> FromGroup = new List<Breaker>();
 
         public void Dispose()
         {
+            foreach (var b in FromGroup) b.Dispose();
             foreach (var s in States.Values) s.Dispose();
             foreach (var c in Calls.Values) c.Dispose();
             foreach (IDisposable d in new IDisposable[] { Policy, Classifier, Quota, Budget, Group, Breaker, Config, Clock })
@@ -46,7 +52,7 @@ namespace Holdoff.Tests
 
     static class Conformance
     {
-        const int SuiteVersion = 1;
+        const int SuiteVersion = 2;
 
         static object Ms(TimeSpan d)
         {
@@ -77,6 +83,12 @@ namespace Holdoff.Tests
                 case JsonKind.Number:
                     var n = AsNumber(got);
                     return n.HasValue && n.Value == want.Number;
+                case JsonKind.Array:
+                    var list = got as IList;
+                    if (list == null || got is string || list.Count != want.Items.Count) return false;
+                    for (int i = 0; i < list.Count; i++)
+                        if (!Same(want.Items[i], list[i])) return false;
+                    return true;
             }
             return false;
         }
@@ -86,6 +98,8 @@ namespace Holdoff.Tests
             if (o == null) return "null";
             if (o is bool) return (bool)o ? "true" : "false";
             if (o is string) return "\"" + o + "\"";
+            var list = o as IList;
+            if (list != null) return "[" + string.Join(",", list.Cast<object>().Select(Show)) + "]";
             var n = AsNumber(o);
             return n.HasValue ? n.Value.ToString("R", CultureInfo.InvariantCulture) : o.ToString();
         }
@@ -204,12 +218,16 @@ namespace Holdoff.Tests
             }
         }
 
+        /// <summary>The case's breaker, or the group's for <paramref name="key"/>: a step naming a
+        /// key asks the group once (which marks the key used, and may evict or overflow).</summary>
         static Breaker BreakerFor(Ctx c, string key)
         {
             if (key != null)
             {
                 if (c.Group == null) throw new CaseFailure("step names a key but the case has no group");
-                return c.Group[key];
+                var b = c.Group.Get(key);
+                c.FromGroup.Add(b);
+                return b;
             }
             if (c.Breaker == null) throw new CaseFailure("the case has no breaker");
             return c.Breaker;
@@ -217,15 +235,15 @@ namespace Holdoff.Tests
 
         static bool Allow(Ctx c, JsonNode step, Dictionary<string, object> a)
         {
-            string key = step.Str("key", null);
+            var b = BreakerFor(c, step.Str("key", null));
             Permit p;
             BreakerOpenException refusal;
-            if (BreakerFor(c, key).TryAllow(out p, out refusal))
+            if (b.TryAllow(out p, out refusal))
             {
                 a["admitted"] = true;
                 a["episode"] = p.Episode;
                 a["probe"] = p.IsProbe;
-                c.Permits[step.Str("as", "_last")] = new NamedPermit { Permit = p, Key = key };
+                c.Permits[step.Str("as", "_last")] = new NamedPermit { Permit = p, Breaker = b };
                 return true;
             }
             a["admitted"] = false;
@@ -234,14 +252,13 @@ namespace Holdoff.Tests
             return false;
         }
 
-        static void Record(Ctx c, string name, Outcome o, JsonNode step, Dictionary<string, object> a)
+        static void Record(Ctx c, string name, Outcome o, Dictionary<string, object> a)
         {
             NamedPermit np;
             if (!c.Permits.TryGetValue(name, out np)) throw new CaseFailure("no permit named \"" + name + "\"");
-            var b = BreakerFor(c, np.Key ?? step.Str("key", null));
             try
             {
-                a["effect"] = Names.Of(b.Record(np.Permit, o));
+                a["effect"] = Names.Of(np.Breaker.Record(np.Permit, o));
             }
             catch (Exception e) when (IsHoldoff(e))
             {
@@ -278,14 +295,14 @@ namespace Holdoff.Tests
                 {
                     string name = step.Str("permit", null);
                     if (name == null) throw new CaseFailure("record needs permit");
-                    Record(c, name, OutcomeOf(step.Get("outcome")), step, a);
+                    Record(c, name, OutcomeOf(step.Get("outcome")), a);
                     Check(expect, a, "effect", "error");
                     return;
                 }
                 case "call":
                 {
                     var o = OutcomeOf(step.Get("outcome"));
-                    if (Allow(c, step, a)) Record(c, step.Str("as", "_last"), o, step, a);
+                    if (Allow(c, step, a)) Record(c, step.Str("as", "_last"), o, a);
                     Check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state", "effect");
                     return;
                 }
@@ -432,11 +449,11 @@ namespace Holdoff.Tests
                 }
                 case "classify":
                 {
-                    var status = step.U64("status");
-                    if (!status.HasValue) throw new CaseFailure("classify needs status");
+                    var status = step.I64("status");
+                    if (!status.HasValue) throw new CaseFailure("classify needs an integer status");
                     try
                     {
-                        var cl = c.Classifier.Classify((int)Math.Min(status.Value, int.MaxValue), Headers(step), c.Clock.WallNow);
+                        var cl = c.Classifier.Classify(status.Value, Headers(step), c.Clock.WallNow);
                         a["outcome"] = Names.Of(cl.Outcome.Kind);
                         a["retry_later_ms"] = cl.Outcome.Kind == OutcomeKind.RetryLater ? Ms(cl.Outcome.Delay) : null;
                     }
@@ -464,14 +481,37 @@ namespace Holdoff.Tests
                     if (c.Quota == null) throw new CaseFailure("the case has no quota");
                     QuotaLease lease = null;
                     string name = step.Str("lease", null);
-                    if (name != null)
+                    // The lease stays named after it is given back: a second give-back must be refused.
+                    if (name != null && !c.Leases.TryGetValue(name, out lease)) throw new CaseFailure("no lease named \"" + name + "\"");
+                    try
                     {
-                        if (!c.Leases.TryGetValue(name, out lease)) throw new CaseFailure("no lease named \"" + name + "\"");
-                        c.Leases.Remove(name);
+                        if (step.True("foreign"))
+                        {
+                            if (lease == null) throw new CaseFailure("quota_success with foreign needs lease");
+                            using (var other = c.Config.NewRetryQuota()) other.OnSuccess(lease);
+                        }
+                        else
+                        {
+                            c.Quota.OnSuccess(lease);
+                        }
                     }
-                    c.Quota.OnSuccess(lease);
+                    catch (Exception e) when (IsHoldoff(e))
+                    {
+                        a["error"] = ErrName(e);
+                    }
                     a["available"] = c.Quota.Available;
-                    Check(expect, a, "available");
+                    Check(expect, a, "available", "error");
+                    return;
+                }
+                case "group_snapshot":
+                {
+                    if (c.Group == null) throw new CaseFailure("the case has no group");
+                    var s = c.Group.Snapshot();
+                    a["keys"] = c.Group.Keys();
+                    a["max_keys"] = s.MaxKeys;
+                    a["evictions"] = s.Evictions;
+                    a["overflows"] = s.Overflows;
+                    Check(expect, a, "keys", "max_keys", "evictions", "overflows");
                     return;
                 }
                 case "before":
@@ -483,7 +523,7 @@ namespace Holdoff.Tests
                     {
                         a["episode"] = b.Permit.Episode;
                         a["probe"] = b.Permit.IsProbe;
-                        c.Permits[step.Str("as", "_last")] = new NamedPermit { Permit = b.Permit };
+                        c.Permits[step.Str("as", "_last")] = new NamedPermit { Permit = b.Permit, Breaker = c.Policy.Breaker };
                     }
                     else if (b.Action == BeforeAction.Wait)
                     {
@@ -504,13 +544,13 @@ namespace Holdoff.Tests
                     NamedPermit np;
                     if (!c.Permits.TryGetValue(name, out np)) throw new CaseFailure("no permit named \"" + name + "\"");
                     var call = CallOf(c, callName);
-                    var status = step.U64("status");
+                    var status = step.I64("status");
                     try
                     {
                         if (status.HasValue)
                         {
                             Classification cl;
-                            a = DecisionObj(c.Policy.AfterResponse(call, np.Permit, (int)Math.Min(status.Value, int.MaxValue), Headers(step), out cl));
+                            a = DecisionObj(c.Policy.AfterResponse(call, np.Permit, status.Value, Headers(step), out cl));
                             a["outcome"] = Names.Of(cl.Outcome.Kind);
                         }
                         else

@@ -49,6 +49,15 @@ namespace Holdoff.Tests
             return (ulong)v.Number;
         }
 
+        /// <summary>An integer member (any sign), or null.</summary>
+        public long? I64(string key)
+        {
+            var v = Get(key);
+            if (v == null || v.Kind != JsonKind.Number || v.Number != Math.Floor(v.Number) || Math.Abs(v.Number) > 9007199254740992.0)
+                return null;
+            return (long)v.Number;
+        }
+
         public override string ToString() { return Raw; }
     }
 
