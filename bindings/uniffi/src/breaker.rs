@@ -2,11 +2,12 @@
 
 use std::sync::Arc;
 
+use holdoff::config::GroupSpec;
 use holdoff::PermitSlot;
 
 use crate::{clock_of, count, BreakerConfig, Duration, HoldoffError, ManualClock};
 
-/// A breaker's state. Kotlin's constant names, lowercased, are the suite's stable names.
+/// A breaker's state; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
 pub enum State {
     /// Calls pass; outcomes are counted by the trip policy.
@@ -30,6 +31,27 @@ impl From<holdoff::State> for State {
             holdoff::State::ForcedOpen => State::ForcedOpen,
             holdoff::State::Disabled => State::Disabled,
         }
+    }
+}
+
+impl From<State> for holdoff::State {
+    fn from(s: State) -> Self {
+        match s {
+            State::Closed => holdoff::State::Closed,
+            State::Open => holdoff::State::Open,
+            State::HalfOpen => holdoff::State::HalfOpen,
+            State::ForcedOpen => holdoff::State::ForcedOpen,
+            State::Disabled => holdoff::State::Disabled,
+        }
+    }
+}
+
+#[uniffi::export]
+impl State {
+    /// The conformance suite's stable name, the core's: `closed`, `open`, `half_open`,
+    /// `forced_open`, `disabled`.
+    pub fn stable_name(&self) -> String {
+        holdoff::State::from(*self).name().to_owned()
     }
 }
 
@@ -67,6 +89,21 @@ impl Outcome {
     }
 }
 
+#[uniffi::export]
+impl Outcome {
+    /// The conformance suite's stable name, the core's: `success`, `answer`, `failure`,
+    /// `timeout`, `retry_later`, `cancelled`.
+    pub fn stable_name(&self) -> String {
+        // Only the variant matters for the name, so a delay the core would refuse still has
+        // one; `to_core` refuses nothing else.
+        let core = match self {
+            Outcome::RetryLater { .. } => holdoff::Outcome::RetryLater(std::time::Duration::ZERO),
+            other => other.to_core().unwrap_or(holdoff::Outcome::Cancelled),
+        };
+        core.name().to_owned()
+    }
+}
+
 impl From<holdoff::Outcome> for Outcome {
     fn from(o: holdoff::Outcome) -> Self {
         match o {
@@ -82,7 +119,7 @@ impl From<holdoff::Outcome> for Outcome {
     }
 }
 
-/// What recording did.
+/// What recording did; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum Effect {
     /// Counted: it may have moved the breaker.
@@ -104,16 +141,42 @@ impl From<holdoff::Effect> for Effect {
     }
 }
 
-/// Why the state changed.
+impl From<Effect> for holdoff::Effect {
+    fn from(e: Effect) -> Self {
+        match e {
+            Effect::Counted => holdoff::Effect::Counted,
+            Effect::Stale => holdoff::Effect::Stale,
+            Effect::Ignored => holdoff::Effect::Ignored,
+        }
+    }
+}
+
+#[uniffi::export]
+impl Effect {
+    /// The conformance suite's stable name, the core's: `counted`, `stale`, `ignored`.
+    pub fn stable_name(&self) -> String {
+        holdoff::Effect::from(*self).name().to_owned()
+    }
+}
+
+/// Why the state changed; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum Reason {
+    /// The trip policy opened a closed breaker.
     Tripped,
+    /// A retry-later outcome opened the breaker for the provider's delay.
     RetryLater,
+    /// A probe was admitted.
     ProbeAdmitted,
+    /// The current probe failed; the breaker waits the next step of its backoff.
     ProbeFailed,
+    /// Enough consecutive probe answers: closed.
     Recovered,
+    /// An operator forced the breaker open.
     ForcedOpen,
+    /// An operator disabled the breaker.
     Disabled,
+    /// An operator reset the breaker to closed.
     Reset,
 }
 
@@ -129,6 +192,30 @@ impl From<holdoff::Reason> for Reason {
             holdoff::Reason::Disabled => Reason::Disabled,
             holdoff::Reason::Reset => Reason::Reset,
         }
+    }
+}
+
+impl From<Reason> for holdoff::Reason {
+    fn from(r: Reason) -> Self {
+        match r {
+            Reason::Tripped => holdoff::Reason::Tripped,
+            Reason::RetryLater => holdoff::Reason::RetryLater,
+            Reason::ProbeAdmitted => holdoff::Reason::ProbeAdmitted,
+            Reason::ProbeFailed => holdoff::Reason::ProbeFailed,
+            Reason::Recovered => holdoff::Reason::Recovered,
+            Reason::ForcedOpen => holdoff::Reason::ForcedOpen,
+            Reason::Disabled => holdoff::Reason::Disabled,
+            Reason::Reset => holdoff::Reason::Reset,
+        }
+    }
+}
+
+#[uniffi::export]
+impl Reason {
+    /// The conformance suite's stable name, the core's: `tripped`, `retry_later`,
+    /// `probe_admitted`, `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`.
+    pub fn stable_name(&self) -> String {
+        holdoff::Reason::from(*self).name().to_owned()
     }
 }
 
@@ -372,8 +459,39 @@ impl Breaker {
     }
 }
 
-/// Breakers keyed by upstream (host, registry, provider), made lazily from one template; each
-/// gets the template with its jitter seed mixed with the key.
+/// Counts of a breaker group, read without side effects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Record)]
+pub struct GroupSnapshot {
+    /// Breakers the group keeps now (at most `maxKeys`).
+    pub keys: i64,
+    /// The bound on `keys`.
+    pub max_keys: i64,
+    /// Idle breakers evicted to make room for new keys.
+    pub evictions: i64,
+    /// Breakers handed out without being kept, because the group was full and nothing in it
+    /// was idle.
+    pub overflows: i64,
+}
+
+impl From<holdoff::GroupSnapshot> for GroupSnapshot {
+    fn from(s: holdoff::GroupSnapshot) -> Self {
+        GroupSnapshot {
+            keys: count(s.keys as u64),
+            max_keys: count(s.max_keys as u64),
+            evictions: count(s.evictions),
+            overflows: count(s.overflows),
+        }
+    }
+}
+
+/// Breakers keyed by upstream (host, registry, provider, tenant), made lazily from one
+/// template and bounded; each gets the template with its jitter seed mixed with the key.
+///
+/// The group keeps at most `maxKeys` breakers. A new key at a full group evicts the least
+/// recently used idle breaker (closed, no failure counted); when none is idle, `get` hands out
+/// an overflow breaker the group does not keep, so a full group never fails a call. Ask the
+/// group for the breaker of each call rather than keeping it: a kept breaker may have been
+/// evicted, and the group would then make a fresh one for its key.
 #[derive(Debug, uniffi::Object)]
 pub struct BreakerGroup {
     inner: holdoff::BreakerGroup,
@@ -381,33 +499,53 @@ pub struct BreakerGroup {
 
 #[uniffi::export]
 impl BreakerGroup {
-    /// An empty group; the template is validated now.
-    #[uniffi::constructor(default(clock = None))]
-    pub fn new(template: BreakerConfig, clock: Option<Arc<ManualClock>>) -> Result<Arc<Self>, HoldoffError> {
+    /// An empty group on `clock` (the system clock if absent), holding at most `maxKeys`
+    /// breakers (1..=100 000 000; absent: the core's default, 10 000). The template and the
+    /// bound are validated now: `InvalidConfig` names the field (`group.max_keys` for the
+    /// bound).
+    #[uniffi::constructor(default(clock = None, max_keys = None))]
+    pub fn new(
+        template: BreakerConfig,
+        clock: Option<Arc<ManualClock>>,
+        max_keys: Option<i64>,
+    ) -> Result<Arc<Self>, HoldoffError> {
+        let max_keys = GroupSpec { max_keys }.max_keys()?;
         Ok(Arc::new(BreakerGroup {
-            inner: holdoff::BreakerGroup::new(template.to_core()?, clock_of(&clock))?,
+            inner: holdoff::BreakerGroup::with_max_keys(template.to_core()?, max_keys, clock_of(&clock))?,
         }))
     }
 
-    /// The breaker for `key`, created on first use.
+    /// The breaker the group holds for `key` now, created on first use; marks it most
+    /// recently used. Never fails: at a full group with nothing idle to evict, an overflow
+    /// breaker that the group does not keep.
     pub fn get(&self, key: String) -> Arc<Breaker> {
         Arc::new(Breaker {
             inner: self.inner.get(&key),
         })
     }
 
-    /// The breaker for `key` if it exists, without creating it.
+    /// The breaker the group keeps for `key`, if any, without creating it or marking it used.
     pub fn peek(&self, key: String) -> Option<Arc<Breaker>> {
         self.inner.peek(&key).map(|inner| Arc::new(Breaker { inner }))
     }
 
-    /// Keys with a breaker, sorted.
+    /// Keys with a breaker kept, sorted.
     pub fn keys(&self) -> Vec<String> {
         self.inner.keys()
     }
 
-    /// Number of breakers.
+    /// Number of breakers kept.
     pub fn size(&self) -> i64 {
         count(self.inner.len() as u64)
+    }
+
+    /// The bound on the number of breakers kept.
+    pub fn max_keys(&self) -> i64 {
+        count(self.inner.max_keys() as u64)
+    }
+
+    /// Counts: breakers kept, the bound, evictions and overflows so far.
+    pub fn snapshot(&self) -> GroupSnapshot {
+        self.inner.snapshot().into()
     }
 }

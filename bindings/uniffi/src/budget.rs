@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::{clock_of, count, lock, BudgetConfig, Duration, HoldoffError, ManualClock, Outcome, QuotaConfig};
 
-/// Why a caller should stop retrying. Lowercased constant names are the stable names.
+/// Why a caller should stop retrying; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
 pub enum GiveUpReason {
     /// Nothing is left of the budget.
@@ -12,6 +12,9 @@ pub enum GiveUpReason {
     /// The server's wait (after the cap) does not fit what is left of the episode; it is never
     /// shortened to fit.
     RetryAfterExceedsRemaining,
+    /// The server asked for longer than the cap and the budget gives up then
+    /// (`BudgetConfig.giveUpAboveCap`).
+    RetryAfterAboveCap,
     /// The next backoff does not fit what is left of the counted budget.
     BackoffExceedsRemaining,
     /// The counted path used all its retries.
@@ -24,6 +27,9 @@ pub enum GiveUpReason {
     BreakerOpen,
     /// The call was cancelled.
     Cancelled,
+    /// The call's total time ran out, or the next wait would not leave time for another
+    /// attempt within it.
+    TotalTimeout,
 }
 
 impl From<holdoff::GiveUpReason> for GiveUpReason {
@@ -32,17 +38,46 @@ impl From<holdoff::GiveUpReason> for GiveUpReason {
         match r {
             G::BudgetSpent => GiveUpReason::BudgetSpent,
             G::RetryAfterExceedsRemaining => GiveUpReason::RetryAfterExceedsRemaining,
+            G::RetryAfterAboveCap => GiveUpReason::RetryAfterAboveCap,
             G::BackoffExceedsRemaining => GiveUpReason::BackoffExceedsRemaining,
             G::AttemptsExhausted => GiveUpReason::AttemptsExhausted,
             G::NotRetryable => GiveUpReason::NotRetryable,
             G::QuotaEmpty => GiveUpReason::QuotaEmpty,
             G::BreakerOpen => GiveUpReason::BreakerOpen,
             G::Cancelled => GiveUpReason::Cancelled,
+            G::TotalTimeout => GiveUpReason::TotalTimeout,
         }
     }
 }
 
-/// Where a retry's delay came from.
+impl From<GiveUpReason> for holdoff::GiveUpReason {
+    fn from(r: GiveUpReason) -> Self {
+        use holdoff::GiveUpReason as G;
+        match r {
+            GiveUpReason::BudgetSpent => G::BudgetSpent,
+            GiveUpReason::RetryAfterExceedsRemaining => G::RetryAfterExceedsRemaining,
+            GiveUpReason::RetryAfterAboveCap => G::RetryAfterAboveCap,
+            GiveUpReason::BackoffExceedsRemaining => G::BackoffExceedsRemaining,
+            GiveUpReason::AttemptsExhausted => G::AttemptsExhausted,
+            GiveUpReason::NotRetryable => G::NotRetryable,
+            GiveUpReason::QuotaEmpty => G::QuotaEmpty,
+            GiveUpReason::BreakerOpen => G::BreakerOpen,
+            GiveUpReason::Cancelled => G::Cancelled,
+            GiveUpReason::TotalTimeout => G::TotalTimeout,
+        }
+    }
+}
+
+#[uniffi::export]
+impl GiveUpReason {
+    /// The conformance suite's stable name, the core's (`budget_spent`,
+    /// `retry_after_above_cap`, ...).
+    pub fn stable_name(&self) -> String {
+        holdoff::GiveUpReason::from(*self).name().to_owned()
+    }
+}
+
+/// Where a retry's delay came from; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
 pub enum WaitSource {
     /// The server's Retry-After (possibly capped).
@@ -63,6 +98,24 @@ impl From<holdoff::WaitSource> for WaitSource {
     }
 }
 
+impl From<WaitSource> for holdoff::WaitSource {
+    fn from(s: WaitSource) -> Self {
+        match s {
+            WaitSource::RetryAfter => holdoff::WaitSource::RetryAfter,
+            WaitSource::Backoff => holdoff::WaitSource::Backoff,
+            WaitSource::Breaker => holdoff::WaitSource::Breaker,
+        }
+    }
+}
+
+#[uniffi::export]
+impl WaitSource {
+    /// The conformance suite's stable name, the core's: `retry_after`, `backoff`, `breaker`.
+    pub fn stable_name(&self) -> String {
+        holdoff::WaitSource::from(*self).name().to_owned()
+    }
+}
+
 /// A decision for one answer.
 #[derive(Debug, Clone, PartialEq, uniffi::Enum)]
 pub enum Decision {
@@ -76,7 +129,8 @@ pub enum Decision {
         server_delay: Option<Duration>,
         capped: bool,
     },
-    /// Stop retrying.
+    /// Stop retrying. `server_delay` is the server's delay when it decided (a Retry-After that
+    /// does not fit, or exceeds the cap under `giveUpAboveCap`).
     GiveUp {
         reason: GiveUpReason,
         server_delay: Option<Duration>,
@@ -157,17 +211,35 @@ impl RetryBudget {
     }
 }
 
-/// Tokens taken by one retry; give them back with `RetryQuota.onSuccess` when it succeeds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Record)]
+/// Tokens taken by one retry, issued by `RetryQuota.acquire`: give it back with
+/// `RetryQuota.onSuccess` when the retry succeeds. The core holds the lease (its cost and the
+/// quota that issued it), so a lease cannot be forged; it is given back at most once
+/// (`PermitAlreadyRecorded` the second time) and only to its own quota (`ForeignPermit`
+/// otherwise, and the lease can still go back to its own). A refused give-back leaves every
+/// bucket unchanged.
+#[derive(Debug, uniffi::Object)]
 pub struct QuotaLease {
-    pub cost: i64,
+    slot: holdoff::LeaseSlot,
+}
+
+#[uniffi::export]
+impl QuotaLease {
+    /// Tokens the lease holds.
+    pub fn cost(&self) -> i64 {
+        count(self.slot.cost())
+    }
+
+    /// Whether the lease was given back.
+    pub fn is_given_back(&self) -> bool {
+        self.slot.is_taken()
+    }
 }
 
 /// The answer to `RetryQuota.acquire`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
+#[derive(Debug, uniffi::Enum)]
 pub enum QuotaAcquisition {
     /// The retry may go; `available` tokens are left.
-    Acquired { lease: QuotaLease, available: i64 },
+    Acquired { lease: Arc<QuotaLease>, available: i64 },
     /// Not enough tokens for a retry costing `cost`.
     Empty { cost: i64, available: i64 },
 }
@@ -197,9 +269,9 @@ impl RetryQuota {
     pub fn acquire(&self, after_timeout: bool) -> QuotaAcquisition {
         match self.inner.acquire(after_timeout) {
             Ok(lease) => QuotaAcquisition::Acquired {
-                lease: QuotaLease {
-                    cost: count(lease.cost),
-                },
+                lease: Arc::new(QuotaLease {
+                    slot: holdoff::LeaseSlot::new(lease),
+                }),
                 available: count(self.inner.available()),
             },
             Err(e) => QuotaAcquisition::Empty {
@@ -210,19 +282,15 @@ impl RetryQuota {
     }
 
     /// A success: refunds the lease's cost, or the success refill for a call that needed no
-    /// retry (`lease` absent). Never above capacity. A negative cost is `InvalidInput`.
+    /// retry (`lease` absent). Never above capacity. A lease given back a second time is
+    /// `PermitAlreadyRecorded`; one issued by another quota is `ForeignPermit`; either way
+    /// nothing changes.
     #[uniffi::method(default(lease = None))]
-    pub fn on_success(&self, lease: Option<QuotaLease>) -> Result<(), HoldoffError> {
+    pub fn on_success(&self, lease: Option<Arc<QuotaLease>>) -> Result<(), HoldoffError> {
         let lease = match lease {
-            Some(l) => Some(holdoff::QuotaLease {
-                cost: u64::try_from(l.cost).map_err(|_| HoldoffError::InvalidInput {
-                    field: "lease.cost".into(),
-                    rule: "must not be negative".into(),
-                })?,
-            }),
+            Some(l) => Some(l.slot.take(&self.inner)?),
             None => None,
         };
-        self.inner.on_success(lease);
-        Ok(())
+        Ok(self.inner.on_success(lease)?)
     }
 }

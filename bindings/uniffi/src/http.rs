@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use crate::{clock_of, wall_now, ClassifierConfig, Duration, HoldoffError, ManualClock, Outcome};
 
-/// Why a delay hint is unusable.
+/// Why a delay hint is unusable; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum Unusable {
     /// No header, or only whitespace.
@@ -16,6 +16,37 @@ pub enum Unusable {
     Signed,
     /// Several values that disagree.
     Conflicting,
+}
+
+impl From<holdoff::Unusable> for Unusable {
+    fn from(u: holdoff::Unusable) -> Self {
+        match u {
+            holdoff::Unusable::Missing => Unusable::Missing,
+            holdoff::Unusable::Malformed => Unusable::Malformed,
+            holdoff::Unusable::Signed => Unusable::Signed,
+            holdoff::Unusable::Conflicting => Unusable::Conflicting,
+        }
+    }
+}
+
+impl From<Unusable> for holdoff::Unusable {
+    fn from(u: Unusable) -> Self {
+        match u {
+            Unusable::Missing => holdoff::Unusable::Missing,
+            Unusable::Malformed => holdoff::Unusable::Malformed,
+            Unusable::Signed => holdoff::Unusable::Signed,
+            Unusable::Conflicting => holdoff::Unusable::Conflicting,
+        }
+    }
+}
+
+#[uniffi::export]
+impl Unusable {
+    /// The conformance suite's stable name, the core's: `missing`, `malformed`, `signed`,
+    /// `conflicting`.
+    pub fn stable_name(&self) -> String {
+        holdoff::Unusable::from(*self).name().to_owned()
+    }
 }
 
 /// A parsed delay hint. Parsing never throws: garbage is `Unusable`, and the caller falls back
@@ -37,36 +68,67 @@ impl From<holdoff::RetryAfter> for RetryAfter {
             holdoff::RetryAfter::Delay(d) => RetryAfter::Delay {
                 delay: Duration::from_std(d),
             },
-            holdoff::RetryAfter::Unusable(u) => RetryAfter::Unusable {
-                reason: match u {
-                    holdoff::Unusable::Missing => Unusable::Missing,
-                    holdoff::Unusable::Malformed => Unusable::Malformed,
-                    holdoff::Unusable::Signed => Unusable::Signed,
-                    holdoff::Unusable::Conflicting => Unusable::Conflicting,
-                },
-            },
+            holdoff::RetryAfter::Unusable(u) => RetryAfter::Unusable { reason: u.into() },
         }
     }
 }
 
-/// Which header a hint came from. Lowercased constant names are the stable names
-/// (`retry_after`, `ratelimit_reset`, `x_ratelimit_reset`, `none`).
+/// Which header a hint came from, in the core's order of precedence; `stableName()` is the
+/// core's name for it (`retry_after_ms`, `x_ms_retry_after_ms`, `retry_after`, `ratelimit`,
+/// `ratelimit_reset`, `x_ratelimit_reset`, `none`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, uniffi::Enum)]
 pub enum HintSource {
+    /// `retry-after-ms` (milliseconds).
+    RetryAfterMs,
+    /// `x-ms-retry-after-ms` (milliseconds).
+    XMsRetryAfterMs,
+    /// `Retry-After` (delay-seconds or an HTTP-date).
     RetryAfter,
-    RatelimitReset,
-    XRatelimitReset,
+    /// `RateLimit` (the structured field, its `t` parameter).
+    RateLimit,
+    /// `RateLimit-Reset` (delta seconds).
+    RateLimitReset,
+    /// `X-RateLimit-Reset` (Unix epoch seconds).
+    XRateLimitReset,
+    /// No delay header.
     None,
 }
 
 impl From<holdoff::HintSource> for HintSource {
     fn from(s: holdoff::HintSource) -> Self {
+        use holdoff::HintSource as H;
         match s {
-            holdoff::HintSource::RetryAfter => HintSource::RetryAfter,
-            holdoff::HintSource::RateLimitReset => HintSource::RatelimitReset,
-            holdoff::HintSource::XRateLimitReset => HintSource::XRatelimitReset,
-            holdoff::HintSource::None => HintSource::None,
+            H::RetryAfterMs => HintSource::RetryAfterMs,
+            H::XMsRetryAfterMs => HintSource::XMsRetryAfterMs,
+            H::RetryAfter => HintSource::RetryAfter,
+            H::RateLimit => HintSource::RateLimit,
+            H::RateLimitReset => HintSource::RateLimitReset,
+            H::XRateLimitReset => HintSource::XRateLimitReset,
+            H::None => HintSource::None,
         }
+    }
+}
+
+impl From<HintSource> for holdoff::HintSource {
+    fn from(s: HintSource) -> Self {
+        use holdoff::HintSource as H;
+        match s {
+            HintSource::RetryAfterMs => H::RetryAfterMs,
+            HintSource::XMsRetryAfterMs => H::XMsRetryAfterMs,
+            HintSource::RetryAfter => H::RetryAfter,
+            HintSource::RateLimit => H::RateLimit,
+            HintSource::RateLimitReset => H::RateLimitReset,
+            HintSource::XRateLimitReset => H::XRateLimitReset,
+            HintSource::None => H::None,
+        }
+    }
+}
+
+#[uniffi::export]
+impl HintSource {
+    /// The conformance suite's stable name, the core's (`retry_after_ms`, `ratelimit`, ...).
+    pub fn stable_name(&self) -> String {
+        holdoff::HintSource::from(*self).name().to_owned()
     }
 }
 
@@ -92,6 +154,10 @@ pub struct Classification {
     /// The delay hint as parsed (even when the status does not use it).
     pub hint: RetryAfter,
     pub source: HintSource,
+    /// The provider's `x-should-retry` when it sent `true` or `false` (already applied to
+    /// `outcome`: `false` makes a status from 400 up an answer, `true` makes an answer a
+    /// failure); absent otherwise.
+    pub should_retry: Option<bool>,
 }
 
 impl From<holdoff::Classification> for Classification {
@@ -100,6 +166,7 @@ impl From<holdoff::Classification> for Classification {
             outcome: c.outcome.into(),
             hint: c.hint.into(),
             source: c.source.into(),
+            should_retry: c.should_retry,
         }
     }
 }
@@ -108,9 +175,10 @@ pub(crate) fn pairs(headers: &[Header]) -> impl Iterator<Item = (&str, &str)> {
     headers.iter().map(|h| (h.name.as_str(), h.value.as_str()))
 }
 
-// A status outside u16 becomes 0, which the core refuses with its own rule (100..=599).
-pub(crate) fn status(s: i32) -> u16 {
-    u16::try_from(s).unwrap_or(0)
+/// The caller's status, checked by the core whatever its value: 0..=999 is a status (outside
+/// 100..=599 a broken upstream, a failure); anything else is `InvalidInput` naming `status`.
+pub(crate) fn status(s: i32) -> Result<u16, HoldoffError> {
+    Ok(holdoff::check_status(i64::from(s))?)
 }
 
 /// Parses one Retry-After field value (RFC 9110 §10.2.3): delay-seconds or an HTTP-date
@@ -121,9 +189,11 @@ pub fn parse_retry_after(value: String, wall_now: SystemTime) -> RetryAfter {
     holdoff::parse_retry_after(&value, wall_now).into()
 }
 
-/// Reads the delay hint from response headers (names case-insensitive): every Retry-After
-/// field (disagreeing fields are `Conflicting`), else RateLimit-Reset (delta seconds), else
-/// X-RateLimit-Reset (Unix epoch seconds).
+/// Reads the delay hint from response headers (names case-insensitive), the first present of,
+/// in order: `retry-after-ms`, `x-ms-retry-after-ms` (milliseconds, decimals rounded up),
+/// `Retry-After`, `RateLimit` (the structured field's `t`), `RateLimit-Reset` (delta seconds),
+/// `X-RateLimit-Reset` (Unix epoch seconds). A present field is the hint even when unusable;
+/// several fields of one name that disagree are `Conflicting`.
 #[uniffi::export]
 pub fn hint_from_headers(headers: Vec<Header>, wall_now: SystemTime) -> Hint {
     let (hint, source) = holdoff::hint_from_headers(pairs(&headers), wall_now);
@@ -135,7 +205,9 @@ pub fn hint_from_headers(headers: Vec<Header>, wall_now: SystemTime) -> Hint {
 
 /// Turns (status, headers) into an `Outcome`: 1xx-3xx success; 429/503 with a usable hint
 /// retry-later; 408, 410, 429, 460 and 5xx (but 501, 505, 511) failure; other statuses answers;
-/// the configured overrides first.
+/// the configured overrides first. A status outside 100..=599 (a 0, a 600, a 999) is a broken
+/// upstream, a failure. `x-should-retry: false` makes a status from 400 up an answer, `true`
+/// makes an answer a failure (never a success, a broken status or a configured one).
 #[derive(Debug, uniffi::Object)]
 pub struct Classifier {
     pub(crate) inner: holdoff::Classifier,
@@ -157,13 +229,12 @@ impl Classifier {
         }))
     }
 
-    /// Classifies a response at the clock's wall time now. A status outside 100..=599 is
-    /// `InvalidInput` naming `status`.
+    /// Classifies a response at the clock's wall time now. `status` is any `Int`: the core
+    /// checks it, and a value that is not a status (negative, above 999) is `InvalidInput`
+    /// naming `status`.
     pub fn classify(&self, status: i32, headers: Vec<Header>) -> Result<Classification, HoldoffError> {
+        let status = self::status(status)?;
         let wall = wall_now(&self.clock);
-        Ok(self
-            .inner
-            .classify(self::status(status), pairs(&headers), wall)?
-            .into())
+        Ok(self.inner.classify(status, pairs(&headers), wall)?.into())
     }
 }

@@ -4,17 +4,23 @@
 //! Proc-macros only (no UDL). This crate converts types and units and maps errors; every
 //! decision is the core's (`holdoff`). Rules of the crossing:
 //!
-//! * **Durations** cross as [`Duration`], a custom type carried as `f64` milliseconds: Kotlin
-//!   sees `kotlin.time.Duration` (see `uniffi.toml`), Swift a `Double` of milliseconds. Input
-//!   durations go through `holdoff::units` (the one set of checks every binding shares), so a
-//!   negative, infinite or too large value is refused with a typed error naming the field,
-//!   never clamped. Configuration values are converted by the core's neutral configuration
+//! * **Durations** cross as [`Duration`], a custom type carried as [`DurationParts`] (whole
+//!   milliseconds plus nanoseconds, exact both ways): Kotlin sees `kotlin.time.Duration` (see
+//!   `uniffi.toml`), Swift the parts. Input durations go through `holdoff::units` (the one set
+//!   of checks every binding shares), so a negative, infinite or too large value is refused
+//!   with a typed error naming the field, never clamped. Configuration values are converted by the core's neutral configuration
 //!   format (`holdoff::config`), so defaults, field names and rules are the core's.
 //! * **Counts** in configurations are `i64` (Kotlin `Long`), checked by the core; outputs are
 //!   `i64`. Wall times are `SystemTime` (Kotlin `java.time.Instant`).
 //! * **Errors** are one enum, [`HoldoffError`] (Kotlin `HoldoffException`), whose
 //!   [`HoldoffError::code`] is the conformance suite's stable name. No panic crosses the FFI:
 //!   uniffi catches any and reports it as an internal error.
+//! * **Names**: enums mirror the core's; their `stable_name` (Kotlin `stableName()`) and the
+//!   errors' `code` are the core's stable names, not a list kept here.
+//! * **HTTP statuses** are `i32` (Kotlin `Int`, what JVM HTTP clients hand over), every value
+//!   passed to `holdoff::check_status`.
+//! * **Permits and leases** are objects holding the core's `PermitSlot` and `LeaseSlot`: they
+//!   cannot be forged, and the core refuses them twice or on another breaker or quota.
 //! * **Objects** are `Send + Sync` (uniffi requires it): the core's objects are, and per-call
 //!   state sits behind a mutex.
 //! * **Clocks**: every constructor takes an optional [`ManualClock`]; without one, a
@@ -138,8 +144,8 @@ pub enum HoldoffError {
     /// conformance suite uses (`budget.max_rate_limit_duration`), `rule` says what it must be.
     #[error("invalid configuration: {field}: {rule}")]
     InvalidConfig { field: String, rule: String },
-    /// An argument of an operation is out of range (`invalid_input`): an HTTP status outside
-    /// 100..=599, a negative duration.
+    /// An argument of an operation is out of range (`invalid_input`): a value that is not an
+    /// HTTP status (outside 0..=999), a negative duration.
     #[error("invalid input: {field}: {rule}")]
     InvalidInput { field: String, rule: String },
     /// A manual clock was set earlier than it shows (`clock_backwards`).
@@ -149,11 +155,13 @@ pub enum HoldoffError {
         requested.as_f64_millis()
     )]
     ClockBackwards { now: Duration, requested: Duration },
-    /// A permit was recorded twice (`permit_already_recorded`).
-    #[error("this permit was already recorded")]
+    /// A permit was recorded twice, or a quota lease given back twice
+    /// (`permit_already_recorded`).
+    #[error("this permit or lease was already recorded")]
     PermitAlreadyRecorded,
-    /// A permit was recorded on a breaker that did not issue it (`foreign_permit`).
-    #[error("this permit was issued by another breaker")]
+    /// A permit was recorded on a breaker that did not issue it, or a lease given back to a
+    /// quota that did not issue it (`foreign_permit`).
+    #[error("this permit or lease was issued by another breaker or quota")]
     ForeignPermit,
     /// The breaker refused the call (`breaker_open`): the one error callers branch on whether
     /// the upstream failed or the breaker refused. `retry_after` is the time until the next
@@ -167,18 +175,29 @@ pub enum HoldoffError {
 
 #[uniffi::export]
 impl HoldoffError {
-    /// The stable cross-language name: `invalid_config`, `invalid_input`, `clock_backwards`,
-    /// `permit_already_recorded`, `foreign_permit`, `breaker_open`.
+    /// The stable cross-language name, the core's: `invalid_config`, `invalid_input`,
+    /// `clock_backwards`, `permit_already_recorded`, `foreign_permit`, or `breaker_open` (the
+    /// core's give-up reason of that name).
     pub fn code(&self) -> String {
-        match self {
-            HoldoffError::InvalidConfig { .. } => "invalid_config",
-            HoldoffError::InvalidInput { .. } => "invalid_input",
-            HoldoffError::ClockBackwards { .. } => "clock_backwards",
-            HoldoffError::PermitAlreadyRecorded => "permit_already_recorded",
-            HoldoffError::ForeignPermit => "foreign_permit",
-            HoldoffError::BreakerOpen { .. } => "breaker_open",
-        }
-        .to_owned()
+        use holdoff::{ClockError, HoldoffError as Core, PermitError};
+        let core = match self {
+            HoldoffError::InvalidConfig { field, rule } => Core::Config(holdoff::ConfigError {
+                field: field.clone(),
+                rule: rule.clone(),
+            }),
+            HoldoffError::InvalidInput { field, rule } => Core::Input(holdoff::InputError {
+                field: field.clone(),
+                rule: rule.clone(),
+            }),
+            HoldoffError::ClockBackwards { .. } => Core::Clock(ClockError::Backwards {
+                now_nanos: 0,
+                requested_nanos: 0,
+            }),
+            HoldoffError::PermitAlreadyRecorded => Core::Permit(PermitError::AlreadyRecorded),
+            HoldoffError::ForeignPermit => Core::Permit(PermitError::Foreign),
+            HoldoffError::BreakerOpen { .. } => return holdoff::GiveUpReason::BreakerOpen.name().to_owned(),
+        };
+        core.name().to_owned()
     }
 }
 
@@ -450,7 +469,7 @@ impl BreakerConfig {
 
 /// A retry budget's configuration. Defaults: episode budget 30 min, Retry-After cap 300 s
 /// (the budget must be at least twice the cap), 10 counted retries, backoff 500 ms doubling
-/// to 60 s, counted-path total 12 h, seed 0.
+/// to 60 s, counted-path total 12 h, wait the cap above it, seed 0.
 #[derive(Debug, Clone, Default, PartialEq, uniffi::Record)]
 pub struct BudgetConfig {
     #[uniffi(default)]
@@ -463,6 +482,12 @@ pub struct BudgetConfig {
     pub backoff: Option<BackoffConfig>,
     #[uniffi(default)]
     pub max_backoff_duration: Option<Duration>,
+    /// When a server asks for longer than `retry_after_cap`: `false` (the default) waits the
+    /// cap and the decision says `capped`; `true` gives up at once with
+    /// `GiveUpReason.RETRY_AFTER_ABOVE_CAP` and the server's delay, for callers who would
+    /// rather reschedule than ask before the time the server named.
+    #[uniffi(default)]
+    pub give_up_above_cap: Option<bool>,
     #[uniffi(default)]
     pub seed: Option<i64>,
 }
@@ -475,6 +500,7 @@ impl BudgetConfig {
             max_retries: self.max_retries,
             backoff: self.backoff.as_ref().map(BackoffConfig::spec),
             max_backoff_duration_ms: self.max_backoff_duration.map(Duration::num),
+            give_up_above_cap: self.give_up_above_cap,
             seed: self.seed.map(|s| s as u64),
         }
         .to_config()?)

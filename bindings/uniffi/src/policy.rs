@@ -139,7 +139,10 @@ impl Policy {
     }
 
     /// `after_attempt` for an HTTP response, classified by the policy's classifier at the
-    /// decision's one clock reading. A status outside 100..=599 is `InvalidInput`.
+    /// decision's one clock reading. `status` is any `Int`, checked by the core: outside
+    /// 100..=599 it is a broken upstream (a failure); a value that is not a status at all
+    /// (negative, above 999) is `InvalidInput` naming `status`, and the permit is then recorded
+    /// as cancelled (a probe frees its slot at once; its window stays spent).
     pub fn after_response(
         &self,
         call: Arc<Call>,
@@ -148,9 +151,19 @@ impl Policy {
         headers: Vec<Header>,
     ) -> Result<ResponseDecision, HoldoffError> {
         let p = permit.slot.take(self.inner.breaker())?;
-        let (d, c) =
-            self.inner
-                .after_response(&mut lock(&call.inner), p, self::status(status), pairs(&headers))?;
+        let status = match self::status(status) {
+            Ok(s) => s,
+            Err(e) => {
+                // Not a status: the caller's error, not an answer. The core's policy records
+                // the permit as cancelled for such values its `u16` parameter can carry; an
+                // `Int` carries more, so the binding checks first and does the same.
+                self.inner.breaker().record(p, holdoff::Outcome::Cancelled)?;
+                return Err(e);
+            }
+        };
+        let (d, c) = self
+            .inner
+            .after_response(&mut lock(&call.inner), p, status, pairs(&headers))?;
         Ok(ResponseDecision {
             decision: d.into(),
             classification: c.into(),

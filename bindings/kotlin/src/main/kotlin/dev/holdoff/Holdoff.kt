@@ -155,7 +155,11 @@ private suspend fun <T> Policy.run(
 /** Response headers from name-value pairs (a name may repeat). */
 fun headersOf(vararg pairs: Pair<String, String>): List<Header> = pairs.map { (n, v) -> Header(n, v) }
 
-/** Classifies a response given its headers as name-value pairs. */
+/**
+ * Classifies a response given its headers as name-value pairs. Every [status] reaches the core's
+ * check: outside 100..599 it is a broken upstream (a failure); negative or above 999 it is not a
+ * status, and [HoldoffException.InvalidInput] names `status`.
+ */
 fun Classifier.classify(status: Int, vararg headers: Pair<String, String>): Classification =
     classify(status, headersOf(*headers))
 
@@ -168,18 +172,3 @@ fun hintFromHeaders(headers: List<Header>): Hint = hintFromHeaders(headers, Inst
 /** The delay, if the hint is usable. */
 val RetryAfter.delayOrNull: kotlin.time.Duration?
     get() = (this as? RetryAfter.Delay)?.delay
-
-/** The conformance suite's stable name of an outcome (`success`, `retry_later`, ...). */
-val Outcome.stableName: String
-    get() = when (this) {
-        Outcome.Success -> "success"
-        Outcome.Answer -> "answer"
-        Outcome.Failure -> "failure"
-        Outcome.Timeout -> "timeout"
-        is Outcome.RetryLater -> "retry_later"
-        Outcome.Cancelled -> "cancelled"
-    }
-
-/** The stable name of an enum constant: its name lowercased (`half_open`, `budget_spent`). */
-val Enum<*>.stableName: String
-    get() = name.lowercase()

@@ -114,7 +114,7 @@ class ApiTest {
     }
 
     @Test
-    fun `coroutine cancellation is recorded as cancelled and frees the probe`() = runTest {
+    fun `coroutine cancellation is recorded as cancelled and frees the probe's slot, not its window`() = runTest {
         val clock = ManualClock()
         val breaker = Breaker(trip1, clock)
         breaker.acquire().record(Outcome.Failure) // opens: next probe in 30 s
@@ -125,10 +125,16 @@ class ApiTest {
         job.cancel()
         job.join()
         val s = breaker.snapshot()
-        assertEquals(0L, s.probesInFlight)
+        assertEquals(0L, s.probesInFlight) // the slot is free at once
         assertEquals(30.seconds, s.interval) // a failed probe would have doubled it
         assertEquals(0L, s.recoveries)
-        assertTrue(s.probeReady) // a cancelled probe gives its window back
+        // The probe may have reached the upstream: its window stays spent, so cancelling callers
+        // still send at most one probe per interval.
+        assertFalse(s.probeReady)
+        assertEquals(30.seconds, s.retryAfter)
+        assertTrue(breaker.allow() is Admission.Refused)
+        clock.set(60.seconds)
+        assertTrue((breaker.allow() as Admission.Admitted).probe)
     }
 
     @Test
@@ -222,8 +228,11 @@ class ApiTest {
         val e = refused<HoldoffException.InvalidInput> { clock.set((-1).milliseconds) }
         assertEquals("at", e.field)
         assertEquals("invalid_input", e.code())
-        assertEquals("status", refused<HoldoffException.InvalidInput> { Classifier(null, clock).classify(99) }.field)
-        assertEquals("status", refused<HoldoffException.InvalidInput> { Classifier(null, clock).classify(70000) }.field)
+        val classifier = Classifier(null, clock)
+        for (notAStatus in listOf(-1, 1000, 70000, Int.MIN_VALUE, Int.MAX_VALUE)) {
+            val bad = refused<HoldoffException.InvalidInput> { classifier.classify(notAStatus) }
+            assertEquals("status", bad.field, "$notAStatus")
+        }
         val breaker = Breaker(BreakerConfig(), clock)
         val permit = breaker.acquire()
         val bad = refused<HoldoffException.InvalidInput> { permit.record(Outcome.RetryLater((-5).seconds)) }
@@ -253,6 +262,31 @@ class ApiTest {
         assertEquals("permit_already_recorded", refused<HoldoffException.PermitAlreadyRecorded> { permit.recordSuccess() }.code())
     }
 
+    @Test
+    fun `quota leases go back once, and only to the quota that issued them`() {
+        val quota = RetryQuota(QuotaConfig(capacity = 20))
+        val other = RetryQuota(QuotaConfig(capacity = 20))
+        val lease = (quota.acquire(true) as QuotaAcquisition.Acquired).lease
+        assertEquals(10L, lease.cost()) // the timeout cost
+        assertEquals(10L, quota.available())
+        assertEquals(15L, (other.acquire(false) as QuotaAcquisition.Acquired).available)
+
+        val foreign = refused<HoldoffException.ForeignPermit> { other.onSuccess(lease) }
+        assertEquals("foreign_permit", foreign.code())
+        assertEquals(10L to 15L, quota.available() to other.available()) // neither bucket moved
+        assertFalse(lease.isGivenBack()) // still good for its own quota
+
+        quota.onSuccess(lease)
+        assertTrue(lease.isGivenBack())
+        assertEquals(20L, quota.available())
+        quota.acquire(false)
+        val twice = refused<HoldoffException.PermitAlreadyRecorded> { quota.onSuccess(lease) }
+        assertEquals("permit_already_recorded", twice.code())
+        assertEquals(15L, quota.available()) // the second give-back refunded nothing
+        quota.onSuccess() // a success without retry: the refill
+        assertEquals(16L, quota.available())
+    }
+
     // --- the rest of the surface ----------------------------------------------------------
 
     @Test
@@ -274,6 +308,25 @@ class ApiTest {
         val b = Breaker(BreakerConfig(), clock)
         repeat(100) { b.acquire().recordSuccess() }
         assertEquals(0L, clock.reads())
+    }
+
+    @Test
+    fun `once a probe is answered, the ramp runs at the first step, not the grown backoff`() {
+        val clock = ManualClock()
+        val b = Breaker(BreakerConfig(trip = TripPolicy.Consecutive(1), recoveries = 2), clock)
+        b.acquire().record(Outcome.Failure) // open for 30 s
+        clock.set(30.seconds)
+        b.acquire().record(Outcome.Failure) // the probe fails: open for the next step, 60 s
+        assertEquals(60.seconds, b.snapshot().retryAfter)
+        clock.set(90.seconds)
+        b.acquire().record(Outcome.Success) // the upstream answers
+        val s = b.snapshot()
+        assertEquals(State.HALF_OPEN, s.state)
+        assertEquals(30.seconds, s.interval)
+        assertEquals(30.seconds, s.retryAfter) // 90 s + the first step, not + 60 s
+        clock.set(120.seconds)
+        b.acquire().record(Outcome.Success)
+        assertEquals(State.CLOSED, b.snapshot().state)
     }
 
     @Test
@@ -325,6 +378,39 @@ class ApiTest {
         assertEquals(listOf("a.example", "b.example"), group.keys())
         assertNull(group.peek("c.example"))
         assertEquals(2L, group.size())
+        assertEquals(GroupSnapshot(keys = 2, maxKeys = 10_000, evictions = 0, overflows = 0), group.snapshot())
+    }
+
+    @Test
+    fun `a full group evicts its least recently used idle breaker, and overflows when none is idle`() {
+        val group = BreakerGroup(trip1, ManualClock(), maxKeys = 2)
+        assertEquals(2L, group.maxKeys())
+        group.get("a").acquire().recordSuccess()
+        group.get("b").acquire().recordSuccess()
+        group.get("a") // a is now the most recently used
+        group.get("c") // evicts b, idle and least recently used
+        assertEquals(listOf("a", "c"), group.keys())
+        assertEquals(GroupSnapshot(keys = 2, maxKeys = 2, evictions = 1, overflows = 0), group.snapshot())
+
+        group.get("c").acquire().record(Outcome.Failure)
+        group.get("a").acquire().record(Outcome.Failure)
+        assertEquals(State.OPEN, group.peek("c")?.snapshot()?.state)
+        // Nothing idle to evict: b gets an overflow breaker the group does not keep.
+        val b = group.get("b")
+        assertEquals(State.CLOSED, b.snapshot().state)
+        assertEquals(listOf("a", "c"), group.keys())
+        assertNull(group.peek("b"))
+        assertEquals(GroupSnapshot(keys = 2, maxKeys = 2, evictions = 1, overflows = 1), group.snapshot())
+        // The open breakers are the protection: never evicted.
+        assertEquals(State.OPEN, group.get("c").snapshot().state)
+    }
+
+    @Test
+    fun `a group bound out of range is refused naming group max_keys`() {
+        for (bad in listOf(0L, -1L, 100_000_001L)) {
+            assertConfig("group.max_keys") { BreakerGroup(BreakerConfig(), null, maxKeys = bad) }
+        }
+        assertEquals(100_000_000L, BreakerGroup(BreakerConfig(), maxKeys = 100_000_000).maxKeys())
     }
 
     @Test
@@ -343,7 +429,6 @@ class ApiTest {
         assertEquals(5L, quota.available())
         quota.onSuccess(lease)
         assertEquals(10L, quota.available())
-        assertEquals("lease.cost", refused<HoldoffException.InvalidInput> { quota.onSuccess(QuotaLease(-1)) }.field)
 
         val other = ManualClock()
         val e = refused<HoldoffException.InvalidConfig> { Policy(Breaker(BreakerConfig(), clock), RetryBudget(BudgetConfig(), other), quota, null) }
@@ -365,8 +450,92 @@ class ApiTest {
         assertEquals(Outcome.RetryLater(3.seconds), c.classify(503, "Retry-After" to "3").outcome)
         assertEquals(Outcome.Failure, c.classify(403).outcome)
         assertEquals(Outcome.Answer, c.classify(404).outcome)
-        assertEquals(HintSource.RATELIMIT_RESET, c.classify(429, "RateLimit-Reset" to "5").source)
-        assertEquals("retry_later", c.classify(429, "RateLimit-Reset" to "5").outcome.stableName)
+        assertEquals(HintSource.RATE_LIMIT_RESET, c.classify(429, "RateLimit-Reset" to "5").source)
+        assertEquals("retry_later", c.classify(429, "RateLimit-Reset" to "5").outcome.stableName())
+        // A status outside 100..599 is a broken upstream: a failure, whatever its headers say.
+        for (broken in listOf(0, 99, 600, 999)) {
+            assertEquals(Outcome.Failure, c.classify(broken, "x-should-retry" to "false").outcome, "$broken")
+        }
+    }
+
+    @Test
+    fun `provider delay headers, in the core's order of precedence`() {
+        val origin = Instant.parse("2026-01-01T00:00:00Z")
+        fun hint(vararg h: Pair<String, String>) = hintFromHeaders(headersOf(*h), origin)
+        val ms = hint("Retry-After" to "9", "retry-after-ms" to "1500.2", "x-ms-retry-after-ms" to "700")
+        assertEquals(HintSource.RETRY_AFTER_MS, ms.source)
+        assertEquals(1501.milliseconds, ms.hint.delayOrNull) // decimals round up
+        assertEquals(HintSource.X_MS_RETRY_AFTER_MS, hint("x-ms-retry-after-ms" to "700", "Retry-After" to "9").source)
+        val rl = hint("RateLimit" to "\"a\";r=0;t=30, \"b\";r=5;t=10")
+        assertEquals(HintSource.RATE_LIMIT, rl.source)
+        assertEquals(30.seconds, rl.hint.delayOrNull) // the largest t among exhausted policies
+        assertEquals(HintSource.X_RATE_LIMIT_RESET, hint("X-RateLimit-Reset" to "1767225660").source)
+        assertEquals(HintSource.NONE, hint().source)
+        // The Kotlin names come from the core's stable names.
+        assertEquals(
+            listOf("retry_after_ms", "x_ms_retry_after_ms", "retry_after", "ratelimit", "ratelimit_reset", "x_ratelimit_reset", "none"),
+            HintSource.entries.map { it.stableName() },
+        )
+        assertEquals("retry_after_above_cap", GiveUpReason.RETRY_AFTER_ABOVE_CAP.stableName())
+        assertEquals("half_open", State.HALF_OPEN.stableName())
+        assertEquals("probe_failed", Reason.PROBE_FAILED.stableName())
+        assertEquals("conflicting", Unusable.CONFLICTING.stableName())
+    }
+
+    @Test
+    fun `x-should-retry is the provider's word on an answer`() {
+        val c = Classifier(null, ManualClock())
+        val no = c.classify(503, "x-should-retry" to "false")
+        assertEquals(Outcome.Answer, no.outcome)
+        assertEquals(false, no.shouldRetry)
+        val yes = c.classify(409, "X-Should-Retry" to "true")
+        assertEquals(Outcome.Failure, yes.outcome)
+        assertEquals(true, yes.shouldRetry)
+        assertEquals(Outcome.Success, c.classify(200, "x-should-retry" to "true").outcome)
+        assertNull(c.classify(409, "x-should-retry" to "maybe").shouldRetry)
+        assertEquals(Outcome.Answer, c.classify(409, "x-should-retry" to "maybe").outcome)
+    }
+
+    @Test
+    fun `with giveUpAboveCap a Retry-After above the cap gives up at once`() {
+        val clock = ManualClock()
+        val waits = RetryBudget(BudgetConfig(), clock).decide(RetryState(), Outcome.RetryLater(400.seconds)) as Decision.Retry
+        assertEquals(300.seconds, waits.delay)
+        assertTrue(waits.capped)
+        val budget = RetryBudget(BudgetConfig(giveUpAboveCap = true), clock)
+        val d = budget.decide(RetryState(), Outcome.RetryLater(400.seconds)) as Decision.GiveUp
+        assertEquals(GiveUpReason.RETRY_AFTER_ABOVE_CAP, d.reason)
+        assertEquals(400.seconds, d.serverDelay)
+        assertEquals(Decision.Retry(300.seconds, WaitSource.RETRY_AFTER, 300.seconds, false), budget.decide(RetryState(), Outcome.RetryLater(300.seconds)))
+    }
+
+    @Test
+    fun `a policy told a value that is not a status refuses it and frees the probe`() {
+        val clock = ManualClock()
+        val p = policy(clock, breaker = trip1)
+        p.breaker().acquire().record(Outcome.Failure) // open: next probe at 30 s
+        clock.set(30.seconds)
+        for ((i, notAStatus) in listOf(70000, -1).withIndex()) {
+            val call = Call()
+            val go = p.beforeAttempt(call) as Before.Go
+            assertTrue(go.probe)
+            val e = refused<HoldoffException.InvalidInput> { p.afterResponse(call, go.permit, notAStatus, emptyList()) }
+            assertEquals("status", e.field)
+            assertTrue(go.permit.isRecorded()) // recorded as cancelled: the slot is free at once
+            val s = p.breaker().snapshot()
+            assertEquals(0L, s.probesInFlight)
+            assertEquals(State.HALF_OPEN, s.state)
+            assertEquals(i + 1L, s.probes)
+            assertEquals(0L, s.recoveries) // nothing counted as an answer or a failure
+            assertEquals(30.seconds, s.interval)
+            clock.advance(30.seconds) // the window it spent stays spent: the next probe 30 s on
+        }
+        // A broken status is an answer of sorts: a failure.
+        val call = Call()
+        val go = p.beforeAttempt(call) as Before.Go
+        val r = p.afterResponse(call, go.permit, 600, emptyList())
+        assertEquals(Outcome.Failure, r.classification.outcome)
+        assertEquals(State.OPEN, p.breaker().snapshot().state)
     }
 
     @Test

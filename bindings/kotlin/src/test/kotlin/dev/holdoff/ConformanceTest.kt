@@ -19,7 +19,7 @@ import kotlin.time.DurationUnit
  * `HOLDOFF_CASES=substring` runs only the cases whose id contains it.
  */
 class ConformanceTest {
-    private val suiteVersion = 1
+    private val suiteVersion = 2
 
     @TestFactory
     fun conformance(): List<DynamicTest> {
@@ -146,13 +146,14 @@ private fun breakerConfig(o: JSONObject): BreakerConfig {
 }
 
 private fun budgetConfig(o: JSONObject): BudgetConfig {
-    o.only("budget", "max_rate_limit_duration_ms", "retry_after_cap_ms", "max_retries", "backoff", "max_backoff_duration_ms", "seed")
+    o.only("budget", "max_rate_limit_duration_ms", "retry_after_cap_ms", "max_retries", "backoff", "max_backoff_duration_ms", "give_up_above_cap", "seed")
     return BudgetConfig(
         maxRateLimitDuration = o.dur("max_rate_limit_duration_ms", "budget.max_rate_limit_duration"),
         retryAfterCap = o.dur("retry_after_cap_ms", "budget.retry_after_cap"),
         maxRetries = o.long("max_retries"),
         backoff = o.optJSONObject("backoff")?.let { backoff(it, "budget.backoff") },
         maxBackoffDuration = o.dur("max_backoff_duration_ms", "budget.max_backoff_duration"),
+        giveUpAboveCap = if (o.has("give_up_above_cap")) o.getBoolean("give_up_above_cap") else null,
         seed = o.long("seed"),
     )
 }
@@ -198,23 +199,23 @@ private fun decision(d: Decision): MutableMap<String, Any?> = when (d) {
     is Decision.Retry -> mutableMapOf(
         "decision" to "retry",
         "delay_ms" to ms(d.delay),
-        "source" to d.source.stableName,
+        "source" to d.source.stableName(),
         "server_delay_ms" to ms(d.serverDelay),
         "capped" to d.capped,
     )
     is Decision.GiveUp -> mutableMapOf(
         "decision" to "give_up",
-        "reason" to d.reason.stableName,
+        "reason" to d.reason.stableName(),
         "server_delay_ms" to ms(d.serverDelay),
     )
 }
 
 private fun event(e: StateChange): Map<String, Any?> = mapOf(
     "at" to e.at.inWholeMilliseconds,
-    "from" to e.from.stableName,
-    "to" to e.to.stableName,
+    "from" to e.from.stableName(),
+    "to" to e.to.stableName(),
     "episode" to e.episode,
-    "reason" to e.reason.stableName,
+    "reason" to e.reason.stableName(),
     "requested_delay_ms" to ms(e.requestedDelay),
     "open_for_ms" to ms(e.openFor),
 )
@@ -222,13 +223,14 @@ private fun event(e: StateChange): Map<String, Any?> = mapOf(
 private fun retryAfter(r: RetryAfter, into: MutableMap<String, Any?>) {
     when (r) {
         is RetryAfter.Delay -> into["delay_ms"] = ms(r.delay)
-        is RetryAfter.Unusable -> into["unusable"] = r.reason.stableName
+        is RetryAfter.Unusable -> into["unusable"] = r.reason.stableName()
     }
 }
 
 private fun same(want: Any?, got: Any?): Boolean = when {
     want == null || want == JSONObject.NULL -> got == null
     want is Number && got is Number -> want.toDouble() == got.toDouble()
+    want is JSONArray && got is List<*> -> want.length() == got.size && got.indices.all { same(want.get(it), got[it]) }
     else -> want == got
 }
 
@@ -246,6 +248,17 @@ private fun check(expect: Any?, actual: Map<String, Any?>, vararg known: String)
 
 private val DECISION_KEYS = arrayOf("decision", "delay_ms", "source", "server_delay_ms", "capped", "reason")
 
+/**
+ * A step's `status` as the `Int` the API takes. Every integer the suite uses fits one, and every
+ * `Int` reaches the core's check; a wider value could not be passed to the API at all.
+ */
+private fun JSONObject.status(): Int {
+    val v = opt("status") as? Number ?: fail("status must be an integer")
+    val n = v.toLong()
+    if (n.toDouble() != v.toDouble() || n !in Int.MIN_VALUE..Int.MAX_VALUE) fail("status $v does not fit the API's Int")
+    return n.toInt()
+}
+
 // ---------------------------------------------------------------------------------------------
 // One case
 // ---------------------------------------------------------------------------------------------
@@ -259,19 +272,26 @@ private class Ctx(case: JSONObject) {
     val quota: RetryQuota?
     val classifier: Classifier
     val policy: Policy?
-    val permits = HashMap<String, Pair<Permit, String?>>()
+    // Each permit with the breaker object that admitted it: it is recorded there, as user code
+    // does, not on whatever the group holds for its key by then.
+    val permits = HashMap<String, Pair<Permit, Breaker>>()
     val calls = HashMap<String, RetryState>()
     val policyCalls = HashMap<String, Call>()
     val leases = HashMap<String, QuotaLease>()
 
     init {
-        config.only("config", "breaker", "budget", "quota", "classifier")
+        config.only("config", "breaker", "budget", "quota", "classifier", "group")
         val origin = case.optJSONObject("clock")?.optLong("wall_origin_unix_ms", 0) ?: 0
         clock = ManualClock.withWallOrigin(Instant.ofEpochMilli(origin))
         val isGroup = case.optBoolean("group", false)
         val breakerSpec = config.optJSONObject("breaker")?.let(::breakerConfig)
         breaker = if (breakerSpec != null && !isGroup) Breaker(breakerSpec, clock) else null
-        group = if (breakerSpec != null && isGroup) BreakerGroup(breakerSpec, clock) else null
+        group = if (breakerSpec != null && isGroup) {
+            val bound = config.optJSONObject("group")?.also { it.only("group", "max_keys") }
+            BreakerGroup(breakerSpec, clock, maxKeys = bound?.long("max_keys"))
+        } else {
+            null
+        }
         budget = config.optJSONObject("budget")?.let { RetryBudget(budgetConfig(it), clock) }
         quota = config.optJSONObject("quota")?.let { RetryQuota(quotaConfig(it)) }
         classifier = Classifier(config.optJSONObject("classifier")?.let(::classifierConfig), clock)
@@ -282,6 +302,7 @@ private class Ctx(case: JSONObject) {
         }
     }
 
+    /** The step's breaker: the case's, or the group's for the step's `key` (asked once). */
     fun breaker(step: JSONObject): Breaker = when (val key = step.optString("key", "")) {
         "" -> breaker ?: fail("the case has no breaker")
         else -> (group ?: fail("step names a key but the case has no group")).get(key)
@@ -296,28 +317,27 @@ private class Ctx(case: JSONObject) {
         }
     }
 
-    fun allow(step: JSONObject, a: MutableMap<String, Any?>): Boolean =
-        when (val adm = breaker(step).allow()) {
+    fun allow(b: Breaker, step: JSONObject, a: MutableMap<String, Any?>): Boolean =
+        when (val adm = b.allow()) {
             is Admission.Admitted -> {
                 a["admitted"] = true
                 a["episode"] = adm.episode
                 a["probe"] = adm.probe
-                permits[step.optString("as", "_last")] = adm.permit to step.optString("key", "").ifEmpty { null }
+                permits[step.optString("as", "_last")] = adm.permit to b
                 true
             }
             is Admission.Refused -> {
                 a["admitted"] = false
                 a["retry_after_ms"] = ms(adm.retryAfter)
-                a["state"] = adm.state.stableName
+                a["state"] = adm.state.stableName()
                 false
             }
         }
 
-    fun record(name: String, o: Outcome, step: JSONObject, a: MutableMap<String, Any?>) {
-        val (permit, key) = permits[name] ?: fail("no permit named \"$name\"")
-        val b = if (key != null) (group ?: fail("no group")).get(key) else breaker(step)
+    fun record(name: String, o: Outcome, a: MutableMap<String, Any?>) {
+        val (permit, b) = permits[name] ?: fail("no permit named \"$name\"")
         try {
-            a["effect"] = b.record(permit, o).stableName
+            a["effect"] = b.record(permit, o).stableName()
         } catch (e: HoldoffException) {
             a["error"] = e.code()
         }
@@ -330,17 +350,17 @@ private class Ctx(case: JSONObject) {
         val callName = step.optString("call", "default")
         when (op) {
             "allow" -> {
-                allow(step, a)
+                allow(breaker(step), step, a)
                 check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state")
             }
             "record" -> {
                 val name = step.optString("permit", "").ifEmpty { fail("record needs permit") }
-                record(name, outcome(step.opt("outcome")), step, a)
+                record(name, outcome(step.opt("outcome")), a)
                 check(expect, a, "effect", "error")
             }
             "call" -> {
                 val o = outcome(step.opt("outcome"))
-                if (allow(step, a)) record(step.optString("as", "_last"), o, step, a)
+                if (allow(breaker(step), step, a)) record(step.optString("as", "_last"), o, a)
                 check(expect, a, "admitted", "episode", "probe", "retry_after_ms", "state", "effect")
             }
             "record_foreign" -> {
@@ -348,7 +368,7 @@ private class Ctx(case: JSONObject) {
                 val (permit, _) = permits[name] ?: fail("no permit named \"$name\"")
                 val other = Breaker(breakerConfig(config.optJSONObject("breaker") ?: fail("no breaker config")), clock)
                 try {
-                    a["effect"] = other.record(permit, Outcome.Success).stableName
+                    a["effect"] = other.record(permit, Outcome.Success).stableName()
                 } catch (e: HoldoffException) {
                     a["error"] = e.code()
                 }
@@ -357,7 +377,7 @@ private class Ctx(case: JSONObject) {
             "snapshot" -> {
                 val s = breaker(step).snapshot()
                 a += mapOf(
-                    "state" to s.state.stableName,
+                    "state" to s.state.stableName(),
                     "episode" to s.episode,
                     "failures" to s.failures,
                     "recoveries" to s.recoveries,
@@ -425,14 +445,14 @@ private class Ctx(case: JSONObject) {
             "hint" -> {
                 val h = hintFromHeaders(headers(step), clock.wallNow())
                 retryAfter(h.hint, a)
-                a["source"] = h.source.stableName
+                a["source"] = h.source.stableName()
                 check(expect, a, "delay_ms", "unusable", "source")
             }
             "classify" -> {
-                val status = step.optLong("status", Long.MIN_VALUE).takeIf { it != Long.MIN_VALUE } ?: fail("classify needs status")
+                val status = step.status()
                 try {
-                    val c = classifier.classify(status.coerceIn(Int.MIN_VALUE.toLong(), Int.MAX_VALUE.toLong()).toInt(), headers(step))
-                    a["outcome"] = c.outcome.stableName
+                    val c = classifier.classify(status, headers(step))
+                    a["outcome"] = c.outcome.stableName()
                     a["retry_later_ms"] = (c.outcome as? Outcome.RetryLater)?.let { ms(it.delay) }
                 } catch (e: HoldoffException) {
                     a["error"] = e.code()
@@ -444,7 +464,7 @@ private class Ctx(case: JSONObject) {
                 when (val r = q.acquire(step.optBoolean("timeout", false))) {
                     is QuotaAcquisition.Acquired -> {
                         a["acquired"] = true
-                        a["cost"] = r.lease.cost
+                        a["cost"] = r.lease.cost()
                         step.optString("as", "").ifEmpty { null }?.let { leases[it] = r.lease }
                     }
                     is QuotaAcquisition.Empty -> {
@@ -457,10 +477,25 @@ private class Ctx(case: JSONObject) {
             }
             "quota_success" -> {
                 val q = quota ?: fail("the case has no quota")
-                val lease = step.optString("lease", "").ifEmpty { null }?.let { leases.remove(it) ?: fail("no lease named \"$it\"") }
-                q.onSuccess(lease)
+                val lease = step.optString("lease", "").ifEmpty { null }?.let { leases[it] ?: fail("no lease named \"$it\"") }
+                // A second quota built from the same configuration: the lease is not its own.
+                val to = if (step.optBoolean("foreign", false)) RetryQuota(quotaConfig(config.getJSONObject("quota"))) else q
+                try {
+                    to.onSuccess(lease)
+                } catch (e: HoldoffException) {
+                    a["error"] = e.code()
+                }
                 a["available"] = q.available()
-                check(expect, a, "available")
+                check(expect, a, "available", "error")
+            }
+            "group_snapshot" -> {
+                val g = group ?: fail("the case has no group")
+                val s = g.snapshot()
+                a["keys"] = g.keys()
+                a["max_keys"] = s.maxKeys
+                a["evictions"] = s.evictions
+                a["overflows"] = s.overflows
+                check(expect, a, "keys", "max_keys", "evictions", "overflows")
             }
             "before" -> {
                 val p = policy ?: fail("the case has no policy")
@@ -470,7 +505,7 @@ private class Ctx(case: JSONObject) {
                         a["action"] = "go"
                         a["episode"] = b.episode
                         a["probe"] = b.probe
-                        permits[step.optString("as", "_last")] = b.permit to null
+                        permits[step.optString("as", "_last")] = b.permit to p.breaker()
                     }
                     is Before.Wait -> {
                         a["action"] = "wait"
@@ -478,7 +513,7 @@ private class Ctx(case: JSONObject) {
                     }
                     is Before.GiveUp -> {
                         a["action"] = "give_up"
-                        a["reason"] = b.reason.stableName
+                        a["reason"] = b.reason.stableName()
                         a["retry_after_ms"] = ms(b.retryAfter)
                     }
                 }
@@ -491,9 +526,9 @@ private class Ctx(case: JSONObject) {
                 val call = policyCalls.getOrPut(callName) { Call() }
                 try {
                     if (step.has("status")) {
-                        val r = p.afterResponse(call, permit, step.getInt("status"), headers(step))
+                        val r = p.afterResponse(call, permit, step.status(), headers(step))
                         a += decision(r.decision)
-                        a["outcome"] = r.classification.outcome.stableName
+                        a["outcome"] = r.classification.outcome.stableName()
                     } else {
                         a += decision(p.afterAttempt(call, permit, outcome(step.opt("outcome") ?: fail("after needs outcome or status"))))
                     }
