@@ -272,11 +272,44 @@ func TestDoHTTPReadsRetryAfter(t *testing.T) {
 	resp.Body.Close()
 }
 
-func TestGroupAndQuotaAndHints(t *testing.T) {
-	g := must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
+// errorOf asserts that err is an *holdoff.Error matching sentinel whose Field is field.
+func errorOf(t *testing.T, what string, err error, sentinel error, field string) {
+	t.Helper()
+	var e *holdoff.Error
+	if !errors.As(err, &e) || !errors.Is(err, sentinel) || e.Field != field {
+		t.Fatalf("%s: want %v naming %q, got %T %v", what, sentinel, field, err, err)
+	}
+}
+
+// Each Get hands out the breaker the group holds for the key now: two lookups of one key drive
+// one breaker, however many wrappers they return.
+func TestGroupGetSharesTheKeysBreaker(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	cfg := holdoff.DefaultBreakerConfig()
+	cfg.Trip = holdoff.ConsecutiveFailures(1)
+	g := must(holdoff.NewBreakerGroup(cfg, holdoff.WithClock(clock)))
 	a1, a2, b := must(g.Get("a")), must(g.Get("a")), must(g.Get("b"))
-	if a1 != a2 || a1 == b || g.Len() != 2 {
-		t.Fatal("group keys")
+	defer a1.Close()
+	defer a2.Close()
+	defer b.Close()
+	if _, err := a1.Record(must(a1.Allow()), holdoff.Failure); err != nil {
+		t.Fatal(err)
+	}
+	if s := a2.Snapshot(); s.State != holdoff.Open || s.Opens != 1 {
+		t.Fatalf("a through its second lookup: %+v", s)
+	}
+	if s := b.Snapshot(); s.State != holdoff.Closed {
+		t.Fatalf("b: %+v", s)
+	}
+	// A permit admitted through one lookup records through another: they are one breaker.
+	clock.Advance(30 * time.Second)
+	probe := must(a2.Allow())
+	if e, err := a1.Record(probe, holdoff.Success); err != nil || e != holdoff.Counted {
+		t.Fatalf("probe recorded through the other lookup: %v %v", e, err)
+	}
+	if g.Len() != 2 || fmt.Sprint(g.Keys()) != "[a b]" {
+		t.Fatalf("len %d keys %v", g.Len(), g.Keys())
 	}
 	if _, err := g.Get("\xff\xfe"); !errors.Is(err, holdoff.ErrInvalidInput) {
 		t.Fatalf("non-UTF-8 key: %v", err)
@@ -285,39 +318,276 @@ func TestGroupAndQuotaAndHints(t *testing.T) {
 	if _, err := g.Get("a"); !errors.Is(err, holdoff.ErrClosed) {
 		t.Fatalf("closed group: %v", err)
 	}
-	q := must(holdoff.NewRetryQuota(holdoff.QuotaConfig{Capacity: 12, RetryCost: 5, TimeoutCost: 10, SuccessRefill: 1}))
+	// The breakers handed out have their own handles: the group's Close leaves them usable.
+	if s := a1.Snapshot(); s.State != holdoff.HalfOpen || s.Recoveries != 1 {
+		t.Fatalf("a after the group closed: %+v", s)
+	}
+}
+
+// A group keeps at most MaxKeys breakers: a new key evicts the least recently used idle one,
+// or gets an overflow breaker when none is idle; Get never hands out an evicted breaker again.
+func TestGroupIsBounded(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	cfg := holdoff.DefaultBreakerConfig()
+	cfg.Trip = holdoff.ConsecutiveFailures(1)
+	g := must(holdoff.NewBreakerGroup(cfg, holdoff.WithClock(clock), holdoff.WithMaxKeys(2)))
+	defer g.Close()
+	trip := func(b *holdoff.Breaker) {
+		t.Helper()
+		if _, err := b.Record(must(b.Allow()), holdoff.Failure); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := func(want holdoff.GroupSnapshot, keys string) {
+		t.Helper()
+		if s := g.Snapshot(); s != want || fmt.Sprint(g.Keys()) != keys || g.Len() != want.Keys {
+			t.Fatalf("snapshot %+v keys %v len %d, want %+v %s", s, g.Keys(), g.Len(), want, keys)
+		}
+	}
+	a := must(g.Get("a"))
+	defer a.Close()
+	trip(a) // open: never evicted
+	oldB := must(g.Get("b"))
+	defer oldB.Close()
+	snap(holdoff.GroupSnapshot{Keys: 2, MaxKeys: 2}, "[a b]")
+	c := must(g.Get("c")) // b is the idle one: evicted
+	defer c.Close()
+	snap(holdoff.GroupSnapshot{Keys: 2, MaxKeys: 2, Evictions: 1}, "[a c]")
+	// The evicted breaker stays usable through the handle its caller holds...
+	trip(oldB)
+	if s := oldB.Snapshot(); s.State != holdoff.Open {
+		t.Fatalf("evicted b: %+v", s)
+	}
+	// ...but the group now holds a fresh breaker for b (evicting the idle c).
+	newB := must(g.Get("b"))
+	defer newB.Close()
+	if s := newB.Snapshot(); s.State != holdoff.Closed || s.Opens != 0 {
+		t.Fatalf("b after its eviction: %+v", s)
+	}
+	snap(holdoff.GroupSnapshot{Keys: 2, MaxKeys: 2, Evictions: 2}, "[a b]")
+	trip(newB)
+	// Nothing idle: d gets an overflow breaker, a new one each time, which admits calls.
+	for i := 1; i <= 2; i++ {
+		d := must(g.Get("d"))
+		if p, err := d.Allow(); err != nil || p.IsProbe() {
+			t.Fatalf("overflow breaker: %v", err)
+		}
+		d.Close()
+		snap(holdoff.GroupSnapshot{Keys: 2, MaxKeys: 2, Evictions: 2, Overflows: uint64(i)}, "[a b]")
+	}
+}
+
+func TestGroupMaxKeysIsValidatedByTheCore(t *testing.T) {
+	for _, n := range []int{0, -1, holdoff.MaxKeysLimit + 1} {
+		_, err := holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig(), holdoff.WithMaxKeys(n))
+		errorOf(t, fmt.Sprintf("max keys %d", n), err, holdoff.ErrInvalidConfig, "group.max_keys")
+	}
+	g := must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig(), holdoff.WithMaxKeys(holdoff.MaxKeysLimit)))
+	if s := g.Snapshot(); s.MaxKeys != 100_000_000 || s.Keys != 0 {
+		t.Fatalf("largest bound: %+v", s)
+	}
+	g.Close()
+	g = must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
+	if s := g.Snapshot(); s.MaxKeys != 10_000 {
+		t.Fatalf("default bound: %+v", s)
+	}
+	g.Close()
+	cfg := must(holdoff.ParseConfig([]byte(`{"group": {"max_keys": 3}}`)))
+	defer cfg.Close()
+	if cfg.Parts() != holdoff.PartGroup {
+		t.Fatalf("parts %v", cfg.Parts())
+	}
+	g = must(cfg.NewBreakerGroup())
+	if s := g.Snapshot(); s.MaxKeys != 3 {
+		t.Fatalf("configured bound: %+v", s)
+	}
+	g.Close()
+	_, err := cfg.NewBreakerGroup(holdoff.WithMaxKeys(5))
+	errorOf(t, "WithMaxKeys on a configuration", err, holdoff.ErrInvalidConfig, "group.max_keys")
+	_, err = holdoff.ParseConfig([]byte(`{"group": {"max_keys": 0}}`))
+	errorOf(t, "configured zero bound", err, holdoff.ErrInvalidConfig, "group.max_keys")
+}
+
+// The core checks leases: given back twice, or to another quota, they are refused with the
+// permit errors (field lease) and no bucket moves; a refused foreign lease stays usable.
+func TestQuotaLeasesAreCheckedByTheCore(t *testing.T) {
+	qcfg := holdoff.QuotaConfig{Capacity: 12, RetryCost: 5, TimeoutCost: 10, SuccessRefill: 1}
+	q := must(holdoff.NewRetryQuota(qcfg))
 	defer q.Close()
+	other := must(holdoff.NewRetryQuota(qcfg))
+	defer other.Close()
 	l := q.Acquire(false)
-	if !l.Acquired() || l.Cost() != 5 || q.Available() != 7 || q.Acquire(true).Acquired() {
-		t.Fatal("quota acquire")
+	if !l.Acquired() || l.Cost() != 5 || l.Available() != 7 || q.Available() != 7 {
+		t.Fatalf("acquire: %v, available %d", l, q.Available())
+	}
+	empty := q.Acquire(true)
+	if empty.Acquired() || empty.Cost() != 10 || q.Available() != 7 {
+		t.Fatalf("timeout cost above what is left: %v, available %d", empty, q.Available())
+	}
+	other.Acquire(false) // 7 left there too
+	errorOf(t, "lease given to another quota", other.OnSuccess(l), holdoff.ErrForeignPermit, "lease")
+	if q.Available() != 7 || other.Available() != 7 {
+		t.Fatalf("foreign lease moved a bucket: %d %d", q.Available(), other.Available())
 	}
 	if err := q.OnSuccess(l); err != nil || q.Available() != 12 {
-		t.Fatal("quota refund")
+		t.Fatalf("refund on its own quota: %v, available %d", err, q.Available())
 	}
-	if err := q.OnSuccess(l); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
-		t.Fatalf("second refund: %v", err)
+	errorOf(t, "second refund", q.OnSuccess(l), holdoff.ErrPermitAlreadyRecorded, "lease")
+	// The core checks the issuer first: to another quota it stays foreign.
+	errorOf(t, "given-back lease to another quota", other.OnSuccess(l), holdoff.ErrForeignPermit, "lease")
+	errorOf(t, "lease that was not acquired", q.OnSuccess(empty), holdoff.ErrInvalidInput, "lease")
+	if q.Available() != 12 || other.Available() != 7 {
+		t.Fatalf("refused leases moved a bucket: %d %d", q.Available(), other.Available())
 	}
-	now := time.Date(1994, 11, 6, 8, 48, 37, 0, time.UTC)
-	if h := holdoff.ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now); h.Delay != time.Minute || h.Unusable != holdoff.Usable {
-		t.Fatalf("date: %+v", h)
+	if err := other.OnSuccess(nil); err != nil || other.Available() != 8 {
+		t.Fatalf("refill without lease: %v, available %d", err, other.Available())
 	}
-	if h := holdoff.ParseRetryAfter("-5", now); h.Unusable != holdoff.Signed {
-		t.Fatalf("signed: %+v", h)
-	}
-	h := holdoff.HintFromHeaders([]holdoff.Header{{"retry-after", "120"}, {"Retry-After", "60"}}, now)
-	if h.Unusable != holdoff.Conflicting {
-		t.Fatalf("conflicting: %+v", h)
-	}
+}
+
+// Any integer reaches the core's status check: 0..999 is a status (outside 100..599 a broken
+// upstream, a failure), anything else is refused naming the field status.
+func TestStatusesArePassedToTheCore(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	cls := must(holdoff.NewClassifier(holdoff.ClassifierConfig{FailureStatuses: []int{403}}))
 	defer cls.Close()
-	if c := must(cls.Classify(403, nil, now)); c.Outcome != holdoff.Failure {
-		t.Fatalf("403: %v", c)
+	for status, want := range map[int]holdoff.Outcome{403: holdoff.Failure, 404: holdoff.Answer, 200: holdoff.Success,
+		0: holdoff.Failure, 99: holdoff.Failure, 600: holdoff.Failure, 999: holdoff.Failure} {
+		if c := must(cls.Classify(status, nil, now)); c.Outcome != want {
+			t.Errorf("status %d: %v, want %v", status, c.Outcome.Kind, want.Kind)
+		}
 	}
-	if _, err := cls.Classify(99, nil, now); !errors.Is(err, holdoff.ErrInvalidInput) {
-		t.Fatalf("status 99: %v", err)
+	for _, status := range []int{-1, 1000, 70000, 65536 + 200, math.MaxInt64, math.MinInt64} {
+		_, err := cls.Classify(status, nil, now)
+		errorOf(t, fmt.Sprintf("classify %d", status), err, holdoff.ErrInvalidInput, "status")
 	}
-	if _, err := cls.Classify(65536+200, nil, now); !errors.Is(err, holdoff.ErrInvalidInput) {
-		t.Fatalf("status that would wrap to 200: %v", err)
+	clock := manualClock(t)
+	defer clock.Close()
+	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock)))
+	defer p.Close()
+	call := p.NewCall()
+	defer call.Close()
+	_, permit := p.Before(call)
+	_, _, err := p.AfterResponse(call, permit, -1, nil)
+	errorOf(t, "after -1", err, holdoff.ErrInvalidInput, "status")
+	// The permit was recorded as cancelled: it cannot be recorded again, and counted nothing.
+	if _, err := p.After(call, permit, holdoff.Success); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
+		t.Fatalf("permit after a refused status: %v", err)
+	}
+	_, permit = p.Before(call)
+	_, _, err = p.AfterResponse(call, permit, 70000, nil)
+	errorOf(t, "after 70000", err, holdoff.ErrInvalidInput, "status")
+	_, permit = p.Before(call)
+	d, c, err := p.AfterResponse(call, permit, 999, nil)
+	if err != nil || c.Outcome != holdoff.Failure || d.Kind != holdoff.Retry || d.Source != holdoff.FromBackoff {
+		t.Fatalf("after 999: %+v %v %v", d, c, err)
+	}
+	if s := p.Breaker().Snapshot(); s.Failures != 1 {
+		t.Fatalf("one failure counted (the refused values count nothing): %+v", s)
+	}
+}
+
+func TestShouldRetryHeader(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cls := must(holdoff.NewClassifier(holdoff.ClassifierConfig{}))
+	defer cls.Close()
+	c := must(cls.Classify(404, []holdoff.Header{{"X-Should-Retry", "true"}}, now))
+	if c.Outcome != holdoff.Failure || !c.ShouldRetry || !c.HasShouldRetry {
+		t.Fatalf("404 with x-should-retry true: %+v", c)
+	}
+	c = must(cls.Classify(503, []holdoff.Header{{"x-should-retry", "false"}}, now))
+	if c.Outcome != holdoff.Answer || c.ShouldRetry || !c.HasShouldRetry {
+		t.Fatalf("503 with x-should-retry false: %+v", c)
+	}
+	c = must(cls.Classify(503, []holdoff.Header{{"x-should-retry", "maybe"}}, now))
+	if c.Outcome != holdoff.Failure || c.HasShouldRetry {
+		t.Fatalf("503 with another value: %+v", c)
+	}
+}
+
+func TestHints(t *testing.T) {
+	now := time.Date(1994, 11, 6, 8, 48, 37, 0, time.UTC)
+	if h := must(holdoff.ParseRetryAfter("Sun, 06 Nov 1994 08:49:37 GMT", now)); h.Delay != time.Minute || h.Unusable != holdoff.Usable {
+		t.Fatalf("date: %+v", h)
+	}
+	if h := must(holdoff.ParseRetryAfter("-5", now)); h.Unusable != holdoff.Signed {
+		t.Fatalf("signed: %+v", h)
+	}
+	h := must(holdoff.HintFromHeaders([]holdoff.Header{{"retry-after", "120"}, {"Retry-After", "60"}}, now))
+	if h.Unusable != holdoff.Conflicting || h.Source != holdoff.SourceRetryAfter {
+		t.Fatalf("conflicting: %+v", h)
+	}
+	for _, c := range []struct {
+		headers []holdoff.Header
+		delay   time.Duration
+		source  holdoff.HintSource
+		name    string
+	}{
+		{[]holdoff.Header{{"Retry-After", "9"}, {"Retry-After-Ms", "1500.2"}}, 1501 * time.Millisecond,
+			holdoff.SourceRetryAfterMs, "retry_after_ms"},
+		{[]holdoff.Header{{"Retry-After", "9"}, {"x-ms-retry-after-ms", "250"}}, 250 * time.Millisecond,
+			holdoff.SourceXMsRetryAfterMs, "x_ms_retry_after_ms"},
+		{[]holdoff.Header{{"RateLimit-Reset", "9"}, {"RateLimit", `"burst";r=0;t=2, "daily";r=500;t=80000`}}, 2 * time.Second,
+			holdoff.SourceRateLimit, "ratelimit"},
+		{[]holdoff.Header{{"X-RateLimit-Reset", "784111777"}}, 60 * time.Second, holdoff.SourceXRateLimitReset,
+			"x_ratelimit_reset"},
+	} {
+		h := must(holdoff.HintFromHeaders(c.headers, now))
+		if h.Unusable != holdoff.Usable || h.Delay != c.delay || h.Source != c.source || h.Source.String() != c.name {
+			t.Errorf("%v: %+v (%s)", c.headers, h, h.Source)
+		}
+	}
+	if h := must(holdoff.HintFromHeaders(nil, now)); h.Source != holdoff.SourceNone || h.Source.String() != "none" {
+		t.Fatalf("no header: %+v", h)
+	}
+}
+
+// A wall time the C ABI cannot carry (the zero time.Time, before 1970, after 2262) is refused
+// naming the argument, never clamped to the epoch.
+func TestWallTimesAreNotClamped(t *testing.T) {
+	cls := must(holdoff.NewClassifier(holdoff.ClassifierConfig{}))
+	defer cls.Close()
+	for _, now := range []time.Time{{}, time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2262, 4, 12, 0, 0, 0, 0, time.UTC)} {
+		_, err := holdoff.ParseRetryAfter("Thu, 01 Jan 1970 00:01:00 GMT", now)
+		errorOf(t, fmt.Sprintf("ParseRetryAfter at %v", now), err, holdoff.ErrInvalidInput, "now")
+		_, err = holdoff.HintFromHeaders([]holdoff.Header{{"Retry-After", "5"}}, now)
+		errorOf(t, fmt.Sprintf("HintFromHeaders at %v", now), err, holdoff.ErrInvalidInput, "now")
+		_, err = cls.Classify(503, nil, now)
+		errorOf(t, fmt.Sprintf("Classify at %v", now), err, holdoff.ErrInvalidInput, "now")
+	}
+	// The epoch itself is a wall time.
+	if h := must(holdoff.ParseRetryAfter("Thu, 01 Jan 1970 00:01:00 GMT", time.Unix(0, 0))); h.Delay != time.Minute {
+		t.Fatalf("at the epoch: %+v", h)
+	}
+}
+
+func TestBudgetGiveUpAboveCap(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	if holdoff.DefaultBudgetConfig().GiveUpAboveCap {
+		t.Fatal("the default waits the cap")
+	}
+	for _, giveUp := range []bool{false, true} {
+		cfg := holdoff.DefaultBudgetConfig()
+		cfg.GiveUpAboveCap = giveUp
+		b := must(holdoff.NewRetryBudget(cfg, holdoff.WithClock(clock)))
+		s := holdoff.NewRetryState()
+		d := must(b.Decide(s, holdoff.RetryLaterOutcome(10*time.Minute)))
+		want := holdoff.Decision{Kind: holdoff.Retry, Delay: 5 * time.Minute, Source: holdoff.FromRetryAfter,
+			ServerDelay: 10 * time.Minute, HasServerDelay: true, Capped: true}
+		if giveUp {
+			want = holdoff.Decision{Kind: holdoff.GiveUp, Reason: holdoff.RetryAfterAboveCap,
+				ServerDelay: 10 * time.Minute, HasServerDelay: true}
+		}
+		if d != want {
+			t.Errorf("give up above cap %v: %+v, want %+v", giveUp, d, want)
+		}
+		s.Close()
+		b.Close()
+	}
+	if holdoff.RetryAfterAboveCap.String() != "retry_after_above_cap" || holdoff.TotalTimeout.String() != "total_timeout" {
+		t.Fatalf("reason names: %s %s", holdoff.RetryAfterAboveCap, holdoff.TotalTimeout)
 	}
 }
 
@@ -462,11 +732,13 @@ func expectClosedPanic(t *testing.T, what string, f func()) {
 	f()
 }
 
-// Every BreakerGroup method after Close: the error-returning ones report ErrClosed, Len (no
-// error result) panics with it, Close stays a no-op, and the breakers it handed out are closed.
+// Every BreakerGroup method after Close: Get reports ErrClosed, those without an error result
+// (Len, Snapshot, Keys) panic with it, Close stays a no-op, and the breakers it handed out
+// keep working on their own handles.
 func TestBreakerGroupUseAfterClose(t *testing.T) {
 	g := must(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
 	a := must(g.Get("a"))
+	defer a.Close()
 	if n := g.Len(); n != 1 {
 		t.Fatalf("Len before Close: %d, want 1", n)
 	}
@@ -480,11 +752,13 @@ func TestBreakerGroupUseAfterClose(t *testing.T) {
 		t.Errorf("Get of a new key after Close: %v", err)
 	}
 	expectClosedPanic(t, "Len", func() { g.Len() })
+	expectClosedPanic(t, "Snapshot", func() { g.Snapshot() })
+	expectClosedPanic(t, "Keys", func() { g.Keys() })
 	if err := g.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if _, err := a.Allow(); !errors.Is(err, holdoff.ErrClosed) {
-		t.Errorf("Allow on a breaker of the closed group: %v", err)
+	if e, err := a.Record(must(a.Allow()), holdoff.Success); err != nil || e != holdoff.Counted {
+		t.Errorf("a breaker of the closed group: %v %v", e, err)
 	}
 }
 

@@ -286,19 +286,22 @@ func TestBenchRecords(t *testing.T) {
 		op   string
 		keys int
 	}{{"group_lookup_10", 10}, {"group_lookup_10k", 10_000}, {"group_lookup_1m", 1_000_000}} {
-		group := benchMust(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
+		// Bounded to hold every key, so that lookups find them (no eviction).
+		group := benchMust(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig(), holdoff.WithMaxKeys(g.keys)))
 		keys := make([]string, g.keys)
 		for i := range keys {
 			keys[i] = "host-" + strconv.Itoa(i)
-			benchMust(group.Get(keys[i]))
+			benchMust(group.Get(keys[i])).Close()
 		}
-		r.measure("holdoff", g.op, 1, fmt.Sprintf("group.Get(existing key), %d keys, scattered order", g.keys), func(n int) {
+		r.measure("holdoff", g.op, 1, fmt.Sprintf("group.Get(existing key) + Close of the breaker it returns (a handle per lookup), %d keys, scattered order", g.keys), func(n int) {
 			k := 0
 			for range n {
 				k = (k + 7919) % len(keys)
-				if _, err := group.Get(keys[k]); err != nil {
+				b, err := group.Get(keys[k])
+				if err != nil {
 					panic(err)
 				}
+				b.Close()
 			}
 		})
 		group.Close()
@@ -330,7 +333,7 @@ func TestBenchRecords(t *testing.T) {
 		{"holdoff", "bytes_per_breaker", "holdoff", "NewBreaker(defaults)"},
 		{"sony/gobreaker", "bytes_per_breaker", "gobreaker", "NewCircuitBreaker, " + gobreakerVersion},
 		{"failsafe-go", "bytes_per_breaker", "failsafe", "NewBuilder().WithFailureThreshold(5).Build(), " + failsafeVersion},
-		{"holdoff", "bytes_per_group_entry", "group", "group.Get(\"host-N\") of 100k new keys (Go map + wrapper + core entry)"},
+		{"holdoff", "bytes_per_group_entry", "group", "group.Get(\"host-N\") of 100k new keys, each breaker kept (wrapper + handle + core entry)"},
 	} {
 		s := make([]float64, benchSamples)
 		for i := range s {
@@ -374,7 +377,7 @@ func TestBenchMemChild(t *testing.T) {
 	var group *holdoff.BreakerGroup
 	var keys []string
 	if kind == "group" {
-		group = benchMust(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig()))
+		group = benchMust(holdoff.NewBreakerGroup(holdoff.DefaultBreakerConfig(), holdoff.WithMaxKeys(memObjects)))
 		keys = make([]string, memObjects)
 		for i := range keys {
 			keys[i] = "host-" + strconv.Itoa(i)

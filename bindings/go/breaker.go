@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sync"
 	"time"
 	"unsafe"
 )
@@ -380,49 +379,72 @@ func (b *Breaker) Reset() {
 	b.h.release()
 }
 
-// BreakerGroup holds one breaker per upstream key (host, registry, provider), created on
-// first use from one template, each with its own jitter seed.
+// The bounds of a breaker group (WithMaxKeys).
+const (
+	// DefaultMaxKeys is the bound of a group built without WithMaxKeys (or from a
+	// configuration without group.max_keys).
+	DefaultMaxKeys = C.HOLDOFF_GROUP_DEFAULT_MAX_KEYS
+	// MaxKeysLimit is the largest bound a group accepts.
+	MaxKeysLimit = C.HOLDOFF_GROUP_MAX_KEYS_LIMIT
+)
+
+// BreakerGroup holds one breaker per upstream key (host, registry, provider, tenant), created
+// on first use from one template, each with its own jitter seed mixed with its key.
+//
+// It is bounded, because keys often come from request data: it keeps at most MaxKeys breakers
+// (DefaultMaxKeys unless built with WithMaxKeys). A new key at a full group evicts the least
+// recently used idle breaker (closed, no failure counted); open, half-open, forced-open and
+// disabled breakers, and closed ones counting failures, are never evicted. With none idle, the
+// new key gets an overflow breaker the group does not keep: no call fails because the group is
+// full. Snapshot counts evictions and overflows.
 type BreakerGroup struct {
 	h handleRef[*C.holdoff_group]
-	// mu orders Get against Close, so that Close closes every breaker Get handed out.
-	mu       sync.Mutex
-	breakers map[string]*Breaker
 }
 
 func freeGroup(p *C.holdoff_group) { C.holdoff_group_free(p) }
 
 func wrapGroup(p *C.holdoff_group) *BreakerGroup {
-	g := &BreakerGroup{breakers: map[string]*Breaker{}}
+	g := &BreakerGroup{}
 	g.h.init(p, "BreakerGroup", freeGroup)
 	g.h.cleanup = runtime.AddCleanup(g, freeGroup, p)
 	return g
 }
 
-// NewBreakerGroup creates an empty group; the template is validated now.
+// NewBreakerGroup creates an empty group of at most DefaultMaxKeys breakers, or of the bound
+// WithMaxKeys gives; the template and the bound are validated now. Errors: an *Error matching
+// ErrInvalidConfig whose Field names the invalid field (breaker.*, or group.max_keys for a
+// bound outside 1..MaxKeysLimit).
 func NewBreakerGroup(template BreakerConfig, opts ...Option) (*BreakerGroup, error) {
-	c, err := parseSpec(map[string]any{"breaker": template.spec()})
+	spec := map[string]any{"breaker": template.spec()}
+	if o := optionsOf(opts); o.hasMaxKeys {
+		spec["group"] = map[string]any{"max_keys": o.maxKeys}
+	}
+	c, err := parseSpec(spec)
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	return c.NewBreakerGroup(opts...)
+	return c.newBreakerGroup(opts)
 }
 
-// Get returns the breaker for key, creating it on first use. The group owns it: do not Close
-// it; BreakerGroup.Close closes every breaker it handed out. Errors: an *Error matching
-// ErrInvalidInput when key is not valid UTF-8 (Go strings may hold any bytes; keys are text in
-// every holdoff SDK), or ErrClosed after Close.
+// Get returns the breaker the group holds for key now, created on first use, and marks the key
+// most recently used; from a full group with nothing idle to evict, an overflow breaker the
+// group does not keep (a new one each time). Ask the group for each call's breaker and record
+// the permit on the *Breaker that admitted it: one kept longer may be a breaker the group has
+// since evicted (it stays usable, but the group no longer hands it out).
+//
+// Each Get returns a new *Breaker value with its own handle on the core's breaker: the C
+// library gives a handle per lookup and cannot tell whether an earlier one is still the
+// group's breaker, so none is cached. Compare breakers by behaviour, not by pointer. Close it when done with it, or leave it to its
+// cleanup; the group's Close does not close it, and it stays usable after the group is
+// closed. Errors: an *Error matching ErrInvalidInput when key is not valid UTF-8 (Go strings
+// may hold any bytes; keys are text in every holdoff SDK), or ErrClosed after Close.
 func (g *BreakerGroup) Get(key string) (*Breaker, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	h, err := g.h.acquire()
 	if err != nil {
 		return nil, err
 	}
 	defer g.h.release()
-	if b, ok := g.breakers[key]; ok {
-		return b, nil
-	}
 	ckey := C.CString(key)
 	defer C.free(unsafe.Pointer(ckey))
 	var p *C.holdoff_breaker
@@ -431,12 +453,11 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	}); err != nil {
 		return nil, err
 	}
-	b := wrapBreaker(p)
-	g.breakers[key] = b
-	return b, nil
+	return wrapBreaker(p), nil
 }
 
-// Len is the number of breakers in the group. It panics with ErrClosed after Close.
+// Len is the number of breakers the group keeps (overflow breakers are not kept). It panics
+// with ErrClosed after Close.
 func (g *BreakerGroup) Len() int {
 	var n C.size_t
 	st := C.holdoff_group_len(g.h.mustAcquire(), &n)
@@ -447,16 +468,63 @@ func (g *BreakerGroup) Len() int {
 	return int(n)
 }
 
-// Close releases the group and every breaker Get returned. Safe to call twice and
-// concurrently with other methods: calls in flight finish on the live handle, later calls
-// return (or panic with) ErrClosed.
-func (g *BreakerGroup) Close() error {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.h.close()
-	for k, b := range g.breakers {
-		b.Close()
-		delete(g.breakers, k)
+// GroupSnapshot is a side-effect-free view of a group's counts, read together.
+type GroupSnapshot struct {
+	// Keys is the number of breakers the group keeps now (at most MaxKeys).
+	Keys int
+	// MaxKeys is the group's bound.
+	MaxKeys int
+	// Evictions counts idle breakers evicted to make room for a new key since the group was
+	// made.
+	Evictions uint64
+	// Overflows counts overflow breakers handed out (not kept) because nothing could be
+	// evicted.
+	Overflows uint64
+}
+
+// Snapshot reads the group's counts without side effects (it marks no key used). It panics
+// with ErrClosed after Close.
+func (g *BreakerGroup) Snapshot() GroupSnapshot {
+	var s C.holdoff_group_stats
+	st := C.holdoff_group_snapshot(g.h.mustAcquire(), &s)
+	g.h.release()
+	if st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
 	}
+	return GroupSnapshot{Keys: int(s.keys), MaxKeys: int(s.max_keys), Evictions: uint64(s.evictions),
+		Overflows: uint64(s.overflows)}
+}
+
+// Keys returns the keys the group keeps now, sorted by their bytes, copied at one moment
+// without side effects (it marks no key used). It panics with ErrClosed after Close.
+func (g *BreakerGroup) Keys() []string {
+	var list *C.holdoff_key_list
+	st := C.holdoff_group_keys(g.h.mustAcquire(), &list)
+	g.h.release()
+	if st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
+	defer C.holdoff_key_list_free(list)
+	var n C.size_t
+	if st := C.holdoff_key_list_len(list, &n); st != C.HOLDOFF_STATUS_OK {
+		panic(errOf(st))
+	}
+	keys := make([]string, int(n))
+	for i := range keys {
+		var k *C.char
+		var klen C.size_t
+		if st := C.holdoff_key_list_get(list, C.size_t(i), &k, &klen); st != C.HOLDOFF_STATUS_OK {
+			panic(errOf(st))
+		}
+		keys[i] = C.GoStringN(k, C.int(klen))
+	}
+	return keys
+}
+
+// Close releases the group's handle. Breakers Get returned stay usable (each has its own
+// handle). Safe to call twice and concurrently with other methods: calls in flight finish on
+// the live handle, later calls return (or panic with) ErrClosed.
+func (g *BreakerGroup) Close() error {
+	g.h.close()
 	return nil
 }

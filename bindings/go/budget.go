@@ -52,9 +52,17 @@ const (
 	QuotaEmpty                 GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_QUOTA_EMPTY
 	BreakerOpenReason          GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_BREAKER_OPEN
 	CancelledReason            GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_CANCELLED
+	// RetryAfterAboveCap: the server asked for longer than the budget's RetryAfterCap and
+	// BudgetConfig.GiveUpAboveCap is set; the decision carries the server's delay.
+	RetryAfterAboveCap GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP
+	// TotalTimeout: the call's total time ran out, or the next wait would leave no time for
+	// another attempt within it.
+	TotalTimeout GiveUpReason = C.HOLDOFF_GIVE_UP_REASON_TOTAL_TIMEOUT
 )
 
-// String is the stable name: budget_spent, retry_after_exceeds_remaining, ...
+// String is the core's stable name: budget_spent, retry_after_exceeds_remaining,
+// backoff_exceeds_remaining, attempts_exhausted, not_retryable, quota_empty, breaker_open,
+// cancelled, retry_after_above_cap, total_timeout.
 func (r GiveUpReason) String() string {
 	return cname(C.holdoff_give_up_reason_name(C.uint32_t(r)), "reason", uint32(r))
 }
@@ -67,7 +75,9 @@ type Decision struct {
 	Delay time.Duration
 	// Source is where Delay came from (Retry).
 	Source WaitSource
-	// ServerDelay is the server's own Retry-After before the cap (HasServerDelay).
+	// ServerDelay is the server's own delay before the cap (HasServerDelay): on a Retry on the
+	// Retry-After path, and on a GiveUp the server's delay caused (RetryAfterAboveCap,
+	// RetryAfterExceedsRemaining).
 	ServerDelay    time.Duration
 	HasServerDelay bool
 	// Capped reports that the cap shortened the server's value (never silent).
@@ -221,7 +231,10 @@ func (q *RetryQuota) Close() error {
 	return nil
 }
 
-// QuotaLease is the result of RetryQuota.Acquire.
+// QuotaLease is the result of RetryQuota.Acquire: the C library's lease, which carries the
+// identity of the quota that issued it and whether it was given back. Give an acquired lease
+// back with OnSuccess on that quota, at most once; share the *QuotaLease (a copy of the value
+// would have its own given-back flag).
 type QuotaLease struct {
 	c C.holdoff_quota_lease
 }
@@ -253,20 +266,22 @@ func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
 }
 
 // OnSuccess refunds the lease of a call that finally succeeded, or adds the configured refill
-// if lease is nil (a success without retry). Errors: ErrPermitAlreadyRecorded for a lease
-// given back twice, ErrInvalidInput for a lease that was not acquired.
+// if lease is nil (a success without retry); never past capacity. The core checks the lease.
+// Errors, each an *Error with Field "lease" that leaves the bucket unchanged: ErrForeignPermit
+// for a lease another quota issued (it stays usable on its own quota),
+// ErrPermitAlreadyRecorded for a lease given back before (by any goroutine), ErrInvalidInput
+// for a lease that was not acquired.
 func (q *RetryQuota) OnSuccess(lease *QuotaLease) error {
 	h, err := q.h.acquire()
 	if err != nil {
 		return err
 	}
+	defer q.h.release()
 	var p *C.holdoff_quota_lease
 	if lease != nil {
 		p = &lease.c
 	}
-	st := C.holdoff_quota_on_success(h, p)
-	q.h.release()
-	return errOf(st)
+	return detailed(func() C.holdoff_status { return C.holdoff_quota_on_success(h, p) })
 }
 
 // Available is the tokens left.

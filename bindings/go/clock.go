@@ -5,7 +5,6 @@ import "C"
 
 import (
 	"context"
-	"math"
 	"runtime"
 	"time"
 )
@@ -55,12 +54,12 @@ type ManualClock struct {
 // or after 2262-04-11 (the C ABI counts unsigned nanoseconds since 1970; time.Time.UnixNano is
 // undefined past 2262), rather than silently moving the origin.
 func NewManualClock(wallOrigin time.Time) (*ManualClock, error) {
-	if wallOrigin.Before(time.Unix(0, 0)) || wallOrigin.After(time.Unix(0, math.MaxInt64)) {
-		return nil, inputErr("wall_origin", "must be between 1970-01-01 and 2262-04-11 UTC")
+	ns, err := wallNanos("wall_origin", wallOrigin)
+	if err != nil {
+		return nil, err
 	}
-	ns := wallOrigin.UnixNano()
 	var p *C.holdoff_clock
-	if st := C.holdoff_clock_new_manual(C.uint64_t(ns), &p); st != C.HOLDOFF_STATUS_OK {
+	if st := C.holdoff_clock_new_manual(ns, &p); st != C.HOLDOFF_STATUS_OK {
 		return nil, errOf(st)
 	}
 	c := &ManualClock{}
@@ -126,20 +125,34 @@ func (c *ManualClock) Close() error {
 type Option func(*options)
 
 type options struct {
-	clock Clock
-	sleep func(context.Context, time.Duration) error
+	clock      Clock
+	sleep      func(context.Context, time.Duration) error
+	maxKeys    int
+	hasMaxKeys bool
+}
+
+func optionsOf(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // WithClock makes the object read clock instead of a new system clock.
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
+// WithMaxKeys bounds the group NewBreakerGroup builds to n breakers (1..MaxKeysLimit; without
+// it, DefaultMaxKeys). Any other n, 0 included, is refused by the core (an *Error matching
+// ErrInvalidConfig, field group.max_keys), never taken as the default. Config.NewBreakerGroup
+// refuses it (its configuration holds the bound); constructors of other objects ignore it, as
+// they ignore WithSleeper.
+func WithMaxKeys(n int) Option { return func(o *options) { o.maxKeys, o.hasMaxKeys = n, true } }
+
 // withClock runs f with the clock handle the options name, or a temporary system clock
 // (released after f: the objects built keep it alive).
 func withClock(opts []Option, f func(*C.holdoff_clock) error) error {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := optionsOf(opts)
 	if o.clock != nil {
 		r := o.clock.ref()
 		h, err := r.acquire()

@@ -94,12 +94,18 @@ type BudgetConfig struct {
 	Backoff Backoff
 	// MaxBackoffDuration is the counted path's total time from a call's first failure.
 	MaxBackoffDuration time.Duration
+	// GiveUpAboveCap says what to do when a server asks for longer than RetryAfterCap: false
+	// (the default) waits the cap and the decision says Capped; true gives up at once with
+	// RetryAfterAboveCap and the server's delay (for callers who would rather reschedule than
+	// ask again before the time the server named).
+	GiveUpAboveCap bool
 	// Seed seeds the jitter PRNG.
 	Seed uint64
 }
 
 // DefaultBudgetConfig is the core's default: episode budget 30 min, cap 5 min, 10 retries
-// backing off 500 ms doubling to 60 s, counted budget 12 h.
+// backing off 500 ms doubling to 60 s, counted budget 12 h, a server's delay above the cap
+// waits the cap.
 func DefaultBudgetConfig() BudgetConfig {
 	var o C.holdoff_budget_options
 	C.holdoff_budget_options_init(&o)
@@ -110,6 +116,7 @@ func DefaultBudgetConfig() BudgetConfig {
 		Backoff: Backoff{Initial: dur(o.backoff_initial_ns), Multiplier: float64(o.backoff_multiplier),
 			Max: dur(o.backoff_max_ns), Jitter: float64(o.backoff_jitter)},
 		MaxBackoffDuration: dur(o.max_backoff_duration_ns),
+		GiveUpAboveCap:     o.give_up_above_cap != 0,
 		Seed:               uint64(o.seed),
 	}
 }
@@ -213,6 +220,7 @@ func (c BudgetConfig) spec() map[string]any {
 		"max_retries":                c.MaxRetries,
 		"backoff":                    c.Backoff.spec(),
 		"max_backoff_duration_ms":    ms(c.MaxBackoffDuration),
+		"give_up_above_cap":          c.GiveUpAboveCap,
 		"seed":                       c.Seed,
 	}
 }
@@ -265,6 +273,8 @@ const (
 	PartBudget     ConfigPart = C.HOLDOFF_CONFIG_BUDGET
 	PartQuota      ConfigPart = C.HOLDOFF_CONFIG_QUOTA
 	PartClassifier ConfigPart = C.HOLDOFF_CONFIG_CLASSIFIER
+	// PartGroup: the configuration bounds breaker groups (group.max_keys).
+	PartGroup ConfigPart = C.HOLDOFF_CONFIG_GROUP
 )
 
 // ParseConfig parses and validates a JSON configuration. Errors: an *Error matching
@@ -316,8 +326,22 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 	return wrapBreaker(p), nil
 }
 
-// NewBreakerGroup builds a breaker group whose template is the breaker part.
+// NewBreakerGroup builds a breaker group whose template is the breaker part (defaults if
+// absent), bounded by the group part's max_keys (DefaultMaxKeys if absent). The bound comes
+// from the configuration only: WithMaxKeys is refused here (an *Error matching
+// ErrInvalidConfig, field group.max_keys) rather than ignored.
 func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
+	if optionsOf(opts).hasMaxKeys {
+		return nil, &Error{Name: "invalid_config", Field: "group.max_keys",
+			Message: "invalid configuration: group.max_keys: set it in the configuration's group part, not with WithMaxKeys",
+			status:  C.HOLDOFF_STATUS_INVALID_CONFIG}
+	}
+	return c.newBreakerGroup(opts)
+}
+
+// newBreakerGroup builds the group the configuration describes (the package's
+// NewBreakerGroup has put WithMaxKeys's bound in it).
+func (c *Config) newBreakerGroup(opts []Option) (*BreakerGroup, error) {
 	h, err := c.h.acquire()
 	if err != nil {
 		return nil, err

@@ -22,7 +22,7 @@ import (
 	holdoff "example.invalid/holdoff/go"
 )
 
-const suiteVersion = 1
+const suiteVersion = 2
 
 var conformanceDir = filepath.Join("..", "..", "conformance")
 
@@ -102,6 +102,15 @@ func check(expect any, actual obj, known ...string) error {
 		}
 	}
 	return nil
+}
+
+func i64(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(n.String(), 10, 64)
+	return i, err == nil
 }
 
 func u64(v any) (uint64, bool) {
@@ -191,9 +200,11 @@ func headersOf(step obj) ([]holdoff.Header, error) {
 	return hs, nil
 }
 
+// namedPermit keeps a permit with the breaker object that admitted it, as user code does: it
+// is recorded there, not on whatever the group holds for its key by then.
 type namedPermit struct {
-	permit *holdoff.Permit
-	key    *string
+	permit  *holdoff.Permit
+	breaker *holdoff.Breaker
 }
 
 type ctx struct {
@@ -209,9 +220,14 @@ type ctx struct {
 	states      map[string]*holdoff.RetryState
 	policyCalls map[string]*holdoff.PolicyCall
 	leases      map[string]*holdoff.QuotaLease
+	// fromGroup are the breakers the group handed out, closed with the case.
+	fromGroup []*holdoff.Breaker
 }
 
 func (c *ctx) close() {
+	for _, b := range c.fromGroup {
+		b.Close()
+	}
 	for _, s := range c.states {
 		s.Close()
 	}
@@ -283,12 +299,19 @@ func build(cs obj) (*ctx, error) {
 	return c, nil
 }
 
+// breakerFor asks the group once for the breaker of the step's key (which marks it most
+// recently used, and may evict or overflow), or gives the case's breaker.
 func (c *ctx) breakerFor(key *string) (*holdoff.Breaker, error) {
 	if key != nil {
 		if c.group == nil {
 			return nil, fmt.Errorf("step names a key but the case has no group")
 		}
-		return c.group.Get(*key)
+		b, err := c.group.Get(*key)
+		if err != nil {
+			return nil, err
+		}
+		c.fromGroup = append(c.fromGroup, b)
+		return b, nil
 	}
 	if c.breaker == nil {
 		return nil, fmt.Errorf("the case has no breaker")
@@ -322,24 +345,16 @@ func (c *ctx) allow(step obj, a obj) (bool, error) {
 	a["admitted"] = true
 	a["episode"] = p.Episode()
 	a["probe"] = p.IsProbe()
-	c.permits[str(step, "as", "_last")] = namedPermit{p, keyOf(step)}
+	c.permits[str(step, "as", "_last")] = namedPermit{p, b}
 	return true, nil
 }
 
-func (c *ctx) record(name string, o holdoff.Outcome, step obj, a obj) error {
+func (c *ctx) record(name string, o holdoff.Outcome, a obj) error {
 	np, ok := c.permits[name]
 	if !ok {
 		return fmt.Errorf("no permit named %q", name)
 	}
-	key := np.key
-	if key == nil {
-		key = keyOf(step)
-	}
-	b, err := c.breakerFor(key)
-	if err != nil {
-		return err
-	}
-	effect, err := b.Record(np.permit, o)
+	effect, err := np.breaker.Record(np.permit, o)
 	if err != nil {
 		a["error"] = errName(err)
 	} else {
@@ -368,7 +383,7 @@ func (c *ctx) step(step obj) error {
 		if err != nil {
 			return err
 		}
-		if err := c.record(name, o, step, a); err != nil {
+		if err := c.record(name, o, a); err != nil {
 			return err
 		}
 		return check(expect, a, "effect", "error")
@@ -382,7 +397,7 @@ func (c *ctx) step(step obj) error {
 			return err
 		}
 		if admitted {
-			if err := c.record(str(step, "as", "_last"), o, step, a); err != nil {
+			if err := c.record(str(step, "as", "_last"), o, a); err != nil {
 				return err
 			}
 		}
@@ -515,14 +530,21 @@ func (c *ctx) step(step obj) error {
 		if !ok {
 			return fmt.Errorf("parse_retry_after needs value")
 		}
-		hintObj(holdoff.ParseRetryAfter(v, c.clock.WallNow()), a)
+		h, err := holdoff.ParseRetryAfter(v, c.clock.WallNow())
+		if err != nil {
+			return err
+		}
+		hintObj(h, a)
 		return check(expect, a, "delay_ms", "unusable")
 	case "hint":
 		hs, err := headersOf(step)
 		if err != nil {
 			return err
 		}
-		h := holdoff.HintFromHeaders(hs, c.clock.WallNow())
+		h, err := holdoff.HintFromHeaders(hs, c.clock.WallNow())
+		if err != nil {
+			return err
+		}
 		hintObj(h, a)
 		a["source"] = h.Source.String()
 		return check(expect, a, "delay_ms", "unusable", "source")
@@ -531,11 +553,11 @@ func (c *ctx) step(step obj) error {
 		if err != nil {
 			return err
 		}
-		status, ok := u64(step["status"])
+		status, ok := i64(step["status"])
 		if !ok {
-			return fmt.Errorf("classify needs status")
+			return fmt.Errorf("classify needs an integer status")
 		}
-		cl, err := c.classifier.Classify(int(min(status, 1<<31)), hs, c.clock.WallNow())
+		cl, err := c.classifier.Classify(int(status), hs, c.clock.WallNow())
 		if err != nil {
 			a["error"] = errName(err)
 		} else {
@@ -562,18 +584,37 @@ func (c *ctx) step(step obj) error {
 		if c.quota == nil {
 			return fmt.Errorf("the case has no quota")
 		}
+		q := c.quota
+		if step["foreign"] == true {
+			other, err := c.config.NewRetryQuota()
+			if err != nil {
+				return err
+			}
+			defer other.Close()
+			q = other
+		}
 		var lease *holdoff.QuotaLease
 		if name, ok := step["lease"].(string); ok {
 			if lease, ok = c.leases[name]; !ok {
 				return fmt.Errorf("no lease named %q", name)
 			}
-			delete(c.leases, name)
 		}
-		if err := c.quota.OnSuccess(lease); err != nil {
-			return err
+		if err := q.OnSuccess(lease); err != nil {
+			a["error"] = errName(err)
 		}
 		a["available"] = c.quota.Available()
-		return check(expect, a, "available")
+		return check(expect, a, "available", "error")
+	case "group_snapshot":
+		if c.group == nil {
+			return fmt.Errorf("the case has no group")
+		}
+		s := c.group.Snapshot()
+		keys := []any{}
+		for _, k := range c.group.Keys() {
+			keys = append(keys, k)
+		}
+		a = obj{"keys": keys, "max_keys": s.MaxKeys, "evictions": s.Evictions, "overflows": s.Overflows}
+		return check(expect, a, "keys", "max_keys", "evictions", "overflows")
 	case "before":
 		if c.policy == nil {
 			return fmt.Errorf("the case has no policy")
@@ -585,7 +626,7 @@ func (c *ctx) step(step obj) error {
 		case holdoff.Go:
 			a["episode"] = permit.Episode()
 			a["probe"] = permit.IsProbe()
-			c.permits[str(step, "as", "_last")] = namedPermit{permit, nil}
+			c.permits[str(step, "as", "_last")] = namedPermit{permit, c.policy.Breaker()}
 		case holdoff.Wait:
 			a["delay_ms"] = msOf(b.Delay)
 		default:
@@ -603,12 +644,12 @@ func (c *ctx) step(step obj) error {
 			return fmt.Errorf("no permit named %q", name)
 		}
 		call := c.policyCall(callName)
-		if status, ok := u64(step["status"]); ok {
+		if status, ok := i64(step["status"]); ok {
 			hs, err := headersOf(step)
 			if err != nil {
 				return err
 			}
-			d, cl, err := c.policy.AfterResponse(call, np.permit, int(min(status, 1<<31)), hs)
+			d, cl, err := c.policy.AfterResponse(call, np.permit, int(status), hs)
 			if err != nil {
 				a["error"] = errName(err)
 			} else {

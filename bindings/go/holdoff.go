@@ -64,14 +64,18 @@ var (
 	// ErrInvalidConfig: a configuration value breaks a rule (stable name invalid_config). The
 	// *Error carries the field, as the conformance suite names it.
 	ErrInvalidConfig = errors.New("holdoff: invalid configuration")
-	// ErrInvalidInput: an argument is out of range, e.g. an HTTP status outside 100..599.
+	// ErrInvalidInput: an argument is out of range, e.g. an integer that is not an HTTP status
+	// (outside 0..999; field status) or a zero time.Time (field now).
 	ErrInvalidInput = errors.New("holdoff: invalid input")
 	// ErrClockBackwards: a manual clock was set earlier than it shows.
 	ErrClockBackwards = errors.New("holdoff: clock cannot go backwards")
-	// ErrPermitAlreadyRecorded: a permit (or quota lease) was recorded twice.
+	// ErrPermitAlreadyRecorded: a permit was recorded twice, or a quota lease given back twice
+	// (stable name permit_already_recorded).
 	ErrPermitAlreadyRecorded = errors.New("holdoff: permit already recorded")
-	// ErrForeignPermit: a permit was recorded on a breaker that did not issue it.
-	ErrForeignPermit = errors.New("holdoff: permit of another breaker")
+	// ErrForeignPermit: a permit was recorded on a breaker that did not issue it, or a quota
+	// lease given back to a quota that did not issue it (stable name foreign_permit). The
+	// permit or lease stays usable on its own breaker or quota.
+	ErrForeignPermit = errors.New("holdoff: permit of another breaker or quota")
 	// ErrClosed: an object was used after its Close.
 	ErrClosed = errors.New("holdoff: use of a closed object")
 	// ErrInternal: a bug in holdoff (a caught panic, a freed handle detected).

@@ -369,8 +369,12 @@ func (p *Policy) after(h *C.holdoff_policy, call *PolicyCall, permit *Permit, o 
 }
 
 // AfterResponse is After for an HTTP response: it classifies (status, headers) at the
-// decision's one clock reading, then decides. Errors: ErrInvalidInput for a status outside
-// 100..599, ErrForeignPermit, ErrPermitAlreadyRecorded.
+// decision's one clock reading, then decides. status is whatever integer the HTTP client
+// gave, passed to the core as is: 0..999 is a status (one outside 100..599 is a broken
+// upstream, recorded as a failure). Errors: an *Error matching ErrInvalidInput with Field
+// "status" for a value outside 0..999 (-1, 1000, 70000), after which the permit is recorded
+// as cancelled (a probe frees its slot, its window stays spent) and cannot be recorded again;
+// ErrForeignPermit; ErrPermitAlreadyRecorded.
 func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
 	h, err := p.h.acquire()
 	if err != nil {
@@ -390,9 +394,10 @@ func (p *Policy) afterResponse(h *C.holdoff_policy, call *PolicyCall, permit *Pe
 	defer free()
 	var d C.holdoff_decision
 	var cl C.holdoff_classification
-	st := C.holdoff_policy_after_response(h, ch, &permit.c, cStatus(status), arr, n, &d, &cl)
-	if st != C.HOLDOFF_STATUS_OK {
-		return Decision{}, Classification{}, errOf(st)
+	if err := detailed(func() C.holdoff_status {
+		return C.holdoff_policy_after_response(h, ch, &permit.c, C.int64_t(status), arr, n, &d, &cl)
+	}); err != nil {
+		return Decision{}, Classification{}, err
 	}
 	return decisionOf(&d), classificationOf(&cl), nil
 }
@@ -463,8 +468,8 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
 	}
 }
 
-// DoHTTP is Do for HTTP: each response is classified by status and headers (Retry-After,
-// RateLimit-Reset); the bodies of responses that are retried are drained and closed. It
+// DoHTTP is Do for HTTP: each response is classified by status and headers (x-should-retry
+// and the delay hints HintFromHeaders reads); the bodies of responses that are retried are drained and closed. It
 // returns the final response on success; when it gives up after a response (a 404, a 503
 // beyond the budget) it returns that response too, with a *GiveUpError: close its body.
 func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Response, error)) (*http.Response, error) {

@@ -12,7 +12,7 @@ import (
 	holdoff "example.invalid/holdoff/go"
 )
 
-// The stress tests of issue 8, run under -race by run.sh. Each has a deadline: a deadlock fails
+// The stress tests, run under -race by run.sh. Each has a deadline: a deadlock fails
 // the test (with every goroutine's stack from the test binary's own timeout if it hangs hard)
 // instead of hanging CI.
 const stressDeadline = 20 * time.Second
