@@ -27,6 +27,7 @@ export type Effect = 'counted' | 'stale' | 'ignored'
 export type GiveUpReason =
   | 'budget_spent'
   | 'retry_after_exceeds_remaining'
+  | 'retry_after_above_cap'
   | 'backoff_exceeds_remaining'
   | 'attempts_exhausted'
   | 'not_retryable'
@@ -37,8 +38,15 @@ export type GiveUpReason =
 export type WaitSource = 'retry_after' | 'backoff' | 'breaker'
 /** Why a Retry-After value could not be used. */
 export type Unusable = 'missing' | 'malformed' | 'signed' | 'conflicting'
-/** Which header a retry hint came from. */
-export type HintSource = 'retry_after' | 'ratelimit_reset' | 'x_ratelimit_reset' | 'none'
+/** Which header a retry hint came from (the core's stable names, in order of precedence). */
+export type HintSource =
+  | 'retry_after_ms'
+  | 'x_ms_retry_after_ms'
+  | 'retry_after'
+  | 'ratelimit'
+  | 'ratelimit_reset'
+  | 'x_ratelimit_reset'
+  | 'none'
 /** The stable error codes (conformance/README.md) plus the give-up codes. */
 export type ErrorCode =
   | 'invalid_config'
@@ -259,14 +267,48 @@ export declare class Breaker extends EventEmitter {
   off(event: string | symbol, listener: (...args: any[]) => void): this
 }
 
-/** Breakers keyed by upstream, made lazily from one template. */
-export declare class BreakerGroup {
-  constructor(options?: BreakerOptions)
-  /** The breaker for `key`, created on first use. */
-  get(key: string): Breaker
-  peek(key: string): Breaker | undefined
-  keys(): string[]
+export interface GroupOptions extends BreakerOptions {
+  /**
+   * Breakers the group keeps at most (default 10 000; a whole number in 1..100 000 000, else
+   * `invalid_config` naming `group.max_keys`).
+   */
+  maxKeys?: number
+}
+
+/** A group's counts, read without side effects. */
+export interface GroupSnapshot {
+  /** Breakers kept now. */
   readonly size: number
+  /** The bound on `size`. */
+  readonly maxKeys: number
+  /** Idle breakers (closed, no failures counted) evicted to make room for a new key. */
+  readonly evictions: number
+  /** Breakers handed out without being kept, because nothing could be evicted. */
+  readonly overflows: number
+}
+
+/**
+ * Breakers keyed by upstream, made lazily from one template, at most `maxKeys` of them. A new key
+ * at a full group evicts the least recently used idle breaker (closed, no failures counted); open,
+ * half-open, forced-open and disabled breakers are never evicted. With none idle, the key gets an
+ * overflow breaker the group does not keep: no call fails because the group is full.
+ */
+export declare class BreakerGroup {
+  constructor(options?: GroupOptions)
+  /**
+   * The breaker the group hands out for `key` now (created on first use; marks the key most
+   * recently used): the same object while the group keeps it, a fresh one after an eviction, a
+   * new overflow breaker each time the group is full with nothing idle. Ask for each call.
+   */
+  get(key: string): Breaker
+  /** The breaker the group keeps for `key`, without making it or marking it used. */
+  peek(key: string): Breaker | undefined
+  /** Keys the group keeps a breaker for, sorted. */
+  keys(): string[]
+  /** Breakers kept now. */
+  readonly size: number
+  readonly maxKeys: number
+  snapshot(): GroupSnapshot
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -283,6 +325,11 @@ export interface BudgetOptions {
   backoff?: BackoffOptions
   /** Total time of the counted path from a call's first failure (default 43 200 000). */
   maxBackoffDurationMs?: number
+  /**
+   * A Retry-After above `retryAfterCapMs`: `false` (default) waits the cap (`capped: true`);
+   * `true` gives up at once with reason `retry_after_above_cap` and the server's delay.
+   */
+  giveUpAboveCap?: boolean
   seed?: number
   clock?: ManualClock
 }
@@ -297,7 +344,7 @@ export type Decision =
       readonly source: WaitSource
       /** The server's Retry-After before the cap. */
       readonly serverDelayMs: number | null
-      /** Whether the cap shortened the server's value. */
+      /** Whether the cap shortened the server's value (never with `giveUpAboveCap`). */
       readonly capped: boolean
     }
   | { readonly decision: 'give_up'; readonly reason: GiveUpReason; readonly serverDelayMs: number | null }
@@ -328,10 +375,19 @@ export interface QuotaOptions {
   successRefill?: number
 }
 
-export interface QuotaLease {
+/**
+ * Tokens taken for one retry: give it back once, to the quota that issued it, with
+ * `quota.onSuccess(lease)`. Backed by the core's `LeaseSlot`.
+ */
+export declare class QuotaLease {
+  private constructor()
   readonly acquired: true
+  /** Tokens taken. */
   readonly cost: number
+  /** Tokens left right after this lease took its cost. */
   readonly available: number
+  /** Whether the lease was given back. */
+  readonly givenBack: boolean
 }
 
 export interface QuotaEmpty {
@@ -347,7 +403,8 @@ export declare class RetryQuota {
   /**
    * Refunds `lease`, or adds the success refill; returns the tokens left. A lease given back
    * twice throws `PermitError` (`permit_already_recorded`), one of another quota `PermitError`
-   * (`foreign_permit`).
+   * (`foreign_permit`); neither changes the bucket. A value that is not a `QuotaLease` is a
+   * `TypeError` (`invalid_input`).
    */
   onSuccess(lease?: QuotaLease | null): number
   readonly available: number
@@ -367,7 +424,10 @@ export type HeadersLike =
 
 /** Parses one Retry-After value (RFC 9110 §10.2.3). Never throws for a bad value. */
 export declare function parseRetryAfter(value: string, options?: WallNow): RetryAfter
-/** The retry hint of a response: Retry-After, then RateLimit-Reset, then X-RateLimit-Reset. */
+/**
+ * The retry hint of a response: the first present of `retry-after-ms`, `x-ms-retry-after-ms`
+ * (milliseconds), `Retry-After`, `RateLimit` (its `t`), `RateLimit-Reset`, `X-RateLimit-Reset`.
+ */
 export declare function retryAfterHint(headers: HeadersLike, options?: WallNow): RetryAfter & { readonly source: HintSource }
 
 export interface ClassifierOptions {
@@ -384,12 +444,17 @@ export interface Classification {
   readonly retryLaterMs: number | null
   readonly hint: RetryAfter
   readonly source: HintSource
+  /** The provider's `x-should-retry` (`true` or `false`), else `null`; the outcome honours it. */
+  readonly shouldRetry: boolean | null
 }
 
 /** HTTP response to outcome. */
 export declare class Classifier {
   constructor(options?: ClassifierOptions)
-  /** `RangeError` `invalid_input` for a status outside 100..599. */
+  /**
+   * Any whole number 0..999 is a status; one outside 100..599 is a broken upstream (`'failure'`).
+   * Any other number is a `RangeError` `invalid_input` naming `status`.
+   */
   classify(status: number, headers?: HeadersLike, options?: WallNow): Classification
 }
 
@@ -443,6 +508,10 @@ export declare class Policy {
   newCall(): PolicyCall
   before(call: PolicyCall): Before
   after(call: PolicyCall, permit: Permit, outcome: Outcome): Decision
+  /**
+   * `after` for an HTTP response. A number that is not a status (outside 0..999) is a `RangeError`
+   * `invalid_input` naming `status`, and the permit is then recorded as cancelled.
+   */
   afterResponse(call: PolicyCall, permit: Permit, status: number, headers?: HeadersLike): Decision & { readonly outcome: OutcomeName | 'retry_later' }
   /** Runs `fn` with retries; rejects with `GiveUpError`/`BreakerOpenError` or `signal.reason`. */
   execute<T>(fn: (signal: AbortSignal | undefined) => T | PromiseLike<T>, options?: ExecuteOptions<T>): Promise<T>

@@ -59,9 +59,9 @@ function foreignPermit() {
 
 /**
  * The policy stopped retrying. `reason` is the core's give-up reason (`budget_spent`,
- * `retry_after_exceeds_remaining`, `backoff_exceeds_remaining`, `attempts_exhausted`,
- * `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`); `cause` is the last attempt's
- * error and `result` its value when it resolved.
+ * `retry_after_exceeds_remaining`, `retry_after_above_cap`, `backoff_exceeds_remaining`,
+ * `attempts_exhausted`, `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`); `cause` is
+ * the last attempt's error and `result` its value when it resolved.
  */
 class GiveUpError extends Error {
   constructor(reason, message, extra = {}) {
@@ -473,42 +473,102 @@ class Breaker extends EventEmitter {
   }
 }
 
-/** Breakers keyed by upstream (host, registry, provider), made lazily from one template. */
+/**
+ * Breakers keyed by upstream (host, registry, provider, tenant), made lazily from one template
+ * and bounded by `maxKeys` (default 10 000). The core keeps the breakers: when a new key arrives
+ * at a full group it evicts the least recently used idle breaker (closed, no failures counted),
+ * or hands out an overflow breaker it does not keep when none is idle.
+ */
 class BreakerGroup {
   #h
+  // The Breaker wrapper made for each key whose breaker the core kept when it was handed out, so
+  // that `get` returns the same object (and its listeners) while the core keeps that breaker.
+  // Entries of evicted breakers are replaced by the next `get` of their key, or dropped by a
+  // sweep once the map holds twice `maxKeys` entries (the core never keeps more than `maxKeys`),
+  // which bounds the map and costs O(1) a new key, amortized.
   #breakers = new Map()
+  #sweepAt
 
   constructor(options) {
     const [opts, clock] = splitClock(options)
-    this.#h = native.groupNew(opts, clock)
+    let template = opts
+    let group
+    if (opts !== null && typeof opts === 'object' && !Array.isArray(opts) && 'maxKeys' in opts) {
+      const { maxKeys, ...rest } = opts
+      template = rest
+      group = { maxKeys }
+    }
+    this.#h = native.groupNew(template, group, clock)
+    this.#sweepAt = 2 * native.groupSnapshot(this.#h).maxKeys
   }
 
-  /** The breaker for `key`, created on first use (always the same object for a key). */
+  /**
+   * The breaker the group hands out for `key` now, created on first use; marks the key most
+   * recently used. The same object while the group keeps that breaker; after an eviction, a fresh
+   * breaker; from a full group with nothing idle, an overflow breaker that is not kept (a new one
+   * each time). Ask the group for each call's breaker rather than keeping one.
+   */
   get(key) {
     if (typeof key !== 'string') {
       throw typeError('invalid_input', `invalid input: key must be a string, got ${describe(key)}`, 'key')
     }
-    let b = this.#breakers.get(key)
-    if (b === undefined) {
-      b = new Breaker(FROM_HANDLE, native.groupGet(this.#h, key))
+    const cached = this.#breakers.get(key)
+    const h = native.groupGet(this.#h, key, cached === undefined ? undefined : breakerHandleOf(cached))
+    if (h === null) return cached
+    const b = new Breaker(FROM_HANDLE, h)
+    if (native.groupKeeps(this.#h, key, h)) {
       this.#breakers.set(key, b)
+      if (this.#breakers.size > this.#sweepAt) this.#sweep()
+    } else if (cached !== undefined) {
+      this.#breakers.delete(key)
     }
     return b
   }
 
-  /** The breaker for `key` if it was made, without making it. */
-  peek(key) {
-    return this.#breakers.get(key)
+  #sweep() {
+    for (const [k, b] of this.#breakers) {
+      if (!native.groupKeeps(this.#h, k, breakerHandleOf(b))) this.#breakers.delete(k)
+    }
   }
 
-  /** Keys with a breaker, sorted. */
+  /** The breaker the group keeps for `key`, or `undefined`; makes nothing and marks nothing. */
+  peek(key) {
+    if (typeof key !== 'string') {
+      throw typeError('invalid_input', `invalid input: key must be a string, got ${describe(key)}`, 'key')
+    }
+    const cached = this.#breakers.get(key)
+    if (cached !== undefined && native.groupKeeps(this.#h, key, breakerHandleOf(cached))) return cached
+    const h = native.groupPeek(this.#h, key)
+    if (h === null) {
+      this.#breakers.delete(key)
+      return undefined
+    }
+    const b = new Breaker(FROM_HANDLE, h)
+    this.#breakers.set(key, b)
+    return b
+  }
+
+  /** Keys the group keeps a breaker for, sorted. */
   keys() {
     return native.groupKeys(this.#h)
   }
 
-  /** Number of breakers. */
+  /** Breakers the group keeps now (at most `maxKeys`). */
   get size() {
-    return this.#breakers.size
+    return native.groupSnapshot(this.#h).size
+  }
+
+  /** The bound on `size`. */
+  get maxKeys() {
+    return native.groupSnapshot(this.#h).maxKeys
+  }
+
+  /**
+   * The group's counts, read without side effects: `{ size, maxKeys, evictions, overflows }`
+   * (breakers kept, the bound, idle breakers evicted to make room, overflow breakers handed out).
+   */
+  snapshot() {
+    return native.groupSnapshot(this.#h)
   }
 }
 
@@ -582,18 +642,39 @@ class RetryBudget {
 }
 
 let quotaHandleOf
+let leaseHandleOf
 
-// Every lease any quota handed out, so that a lease of another quota (`foreign_permit`) is told
-// apart from an object that was never a lease (`invalid_input`).
-const issuedLeases = new WeakSet()
+/**
+ * Tokens taken for one retry, from `RetryQuota.acquire()`. Give it back once, to the quota that
+ * issued it, with `quota.onSuccess(lease)`: the core's `LeaseSlot` behind it refuses a second
+ * give-back (`permit_already_recorded`) and another quota (`foreign_permit`).
+ */
+class QuotaLease {
+  #h
+
+  constructor(token, handle, cost, available) {
+    if (token !== FROM_HANDLE) throw typeError('invalid_input', 'a QuotaLease comes from quota.acquire()', 'lease')
+    this.#h = handle
+    this.acquired = true
+    /** Tokens taken. */
+    this.cost = cost
+    /** Tokens left in the quota right after this lease took its cost. */
+    this.available = available
+  }
+
+  static {
+    leaseHandleOf = (l) => l.#h
+  }
+
+  /** Whether the lease was given back. */
+  get givenBack() {
+    return native.leaseGivenBack(this.#h)
+  }
+}
 
 /** A token bucket shared by every caller of one upstream: retries cost, successes refund. */
 class RetryQuota {
   #h
-  // Leases this quota handed out and that were not given back yet: a lease refunds once, and
-  // never to another quota (a refund is tokens back in a bucket shared by every caller).
-  #leases = new WeakSet()
-  #returned = new WeakSet()
 
   constructor(options) {
     this.#h = native.quotaNew(options)
@@ -603,7 +684,7 @@ class RetryQuota {
     quotaHandleOf = (q) => q.#h
   }
 
-  /** Takes the cost of one retry: `{ acquired, cost, available }`. */
+  /** Takes the cost of one retry: a `QuotaLease`, or `{ acquired: false, cost, available }`. */
   acquire(options) {
     let timeout = false
     if (options !== undefined) {
@@ -615,35 +696,26 @@ class RetryQuota {
       }
       timeout = options.timeout === true
     }
-    const lease = native.quotaAcquire(this.#h, timeout)
-    if (lease.acquired) {
-      this.#leases.add(lease)
-      issuedLeases.add(lease)
-    }
-    return lease
+    const r = native.quotaAcquire(this.#h, timeout)
+    if (!r.acquired) return r
+    return new QuotaLease(FROM_HANDLE, r.lease, r.cost, r.available)
   }
 
   /**
-   * A call succeeded: refunds `lease` (from `acquire`), or adds the success refill. A lease given
-   * back twice throws `PermitError` (`permit_already_recorded`), one of another quota
-   * `PermitError` (`foreign_permit`), as in Python, C, Go and C#; neither changes the bucket.
+   * A call succeeded: refunds `lease` (from `acquire`), or adds the success refill without one;
+   * returns the tokens left. A lease given back twice throws `PermitError`
+   * (`permit_already_recorded`), one of another quota `PermitError` (`foreign_permit`), as in
+   * Python, C, Go and C#; neither changes the bucket. Anything else is a `TypeError`.
    */
   onSuccess(lease) {
-    if (lease === undefined || lease === null) return native.quotaOnSuccess(this.#h, null)
-    if (typeof lease !== 'object' || lease.acquired !== true) {
-      throw typeError('invalid_input', 'invalid input: lease must be an acquired lease from acquire()', 'lease')
+    if (lease === undefined || lease === null) return native.quotaOnSuccess(this.#h)
+    if (!(lease instanceof QuotaLease)) {
+      throw typeError('invalid_input', `invalid input: lease must be a QuotaLease from acquire(), got ${describe(lease)}`, 'lease')
     }
-    if (!this.#leases.delete(lease)) {
-      if (this.#returned.has(lease)) {
-        throw new PermitError('permit_already_recorded', 'this quota lease was already given back')
-      }
-      if (issuedLeases.has(lease)) {
-        throw new PermitError('foreign_permit', 'this quota lease was issued by another quota')
-      }
-      throw rangeError('invalid_input', 'invalid input: lease was not handed out by a quota', 'lease')
-    }
-    this.#returned.add(lease)
-    return native.quotaOnSuccess(this.#h, lease.cost)
+    const r = native.quotaGiveBack(this.#h, leaseHandleOf(lease))
+    if (r === -1) throw new PermitError('foreign_permit', 'this quota lease was issued by another quota')
+    if (r === -2) throw new PermitError('permit_already_recorded', 'this quota lease was already given back')
+    return r
   }
 
   /** Tokens left. */
@@ -671,7 +743,11 @@ function parseRetryAfter(value, options) {
   return native.parseRetryAfterValue(stringArg(value, 'value'), wallNowMs(options))
 }
 
-/** The retry hint in a response's headers: Retry-After, RateLimit-Reset, X-RateLimit-Reset. */
+/**
+ * The retry hint in a response's headers, `{ delayMs | unusable, source }`: the first present of
+ * `retry-after-ms`, `x-ms-retry-after-ms`, `Retry-After`, `RateLimit`, `RateLimit-Reset`,
+ * `X-RateLimit-Reset` (the core's precedence; `source` is its stable name).
+ */
 function retryAfterHint(headers, options) {
   return native.retryAfterHint(flatHeaders(headers), wallNowMs(options))
 }
@@ -691,8 +767,10 @@ class Classifier {
   }
 
   /**
-   * `{ outcome, retryLaterMs, hint, source }` for a status and headers; `RangeError`
-   * `invalid_input` for a status outside 100..599.
+   * `{ outcome, retryLaterMs, hint, source, shouldRetry }` for a status and headers. Any integer
+   * 0..999 is a status (one outside 100..599 is a broken upstream: `'failure'`); any other value
+   * is a `RangeError` `invalid_input` naming `status` (`TypeError` for a non-number).
+   * `shouldRetry` is the provider's `x-should-retry` (`true`, `false` or `null`).
    */
   classify(status, headers, options) {
     return native.classifierClassify(this.#h, status, flatHeaders(headers), wallNowMs(options))
@@ -899,7 +977,11 @@ class Policy {
     return d
   }
 
-  /** `after` for an HTTP response: classifies status and headers at the decision's clock reading. */
+  /**
+   * `after` for an HTTP response: classifies status and headers at the decision's clock reading.
+   * A number that is not a status (outside 0..999, or not whole) throws `RangeError`
+   * `invalid_input` naming `status`, and the permit is then recorded as cancelled.
+   */
   afterResponse(call, permit, status, headers) {
     const c = policyCallHandleOf(call)
     const flat = flatHeaders(headers)
@@ -908,8 +990,12 @@ class Policy {
     try {
       d = native.policyAfterResponse(this.#h, c, permit._breaker, permit._rawEpisode, permit._probeId, status, flat)
     } catch (e) {
-      // The core took the permit before refusing the status.
-      if (e?.code === 'invalid_input' && e.field === 'status' && typeof status === 'number') permit._recorded = true
+      // A number that is not a status: the permit was recorded as cancelled (its probe slot is
+      // free) before the status was refused.
+      if (e?.code === 'invalid_input' && e.field === 'status' && typeof status === 'number') {
+        permit._recorded = true
+        this.#breaker._deliver()
+      }
       throw e
     }
     if (d === null) throw foreignPermit()
@@ -1051,6 +1137,7 @@ module.exports = {
   RetryBudget,
   RetryCall,
   RetryQuota,
+  QuotaLease,
   Classifier,
   Policy,
   PolicyCall,

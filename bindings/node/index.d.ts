@@ -15,6 +15,8 @@ export interface BudgetBox { readonly __holdoff: 'BudgetBox' }
 export interface RetryCallBox { readonly __holdoff: 'RetryCallBox' }
 /** Handle of a retry quota. */
 export interface QuotaBox { readonly __holdoff: 'QuotaBox' }
+/** Handle of a quota lease. */
+export interface LeaseBox { readonly __holdoff: 'LeaseBox' }
 /** Handle of a classifier. */
 export interface ClassifierBox { readonly __holdoff: 'ClassifierBox' }
 /** Handle of a policy. */
@@ -103,8 +105,8 @@ export declare function budgetNew(options: unknown, clock?: ExternalObject<Clock
 export declare function budgetNewCall(): ExternalObject<RetryCallBox>
 
 /**
- * Classifies a response: `{ outcome, retryLaterMs, hint, source }`; `RangeError`
- * `invalid_input` for a status outside 100..599.
+ * Classifies a response: `{ outcome, retryLaterMs, hint, source, shouldRetry }`; `RangeError`
+ * `invalid_input` for a value that is not a status (outside 0..=999).
  */
 export declare function classifierClassify(h: ExternalObject<ClassifierBox>, status: unknown, headers: Array<string>, nowUnixMs: number): object
 
@@ -160,14 +162,37 @@ export declare function execInFlight(h: ExternalObject<PolicyBox>): number
  */
 export declare function execRelease(h: ExternalObject<PolicyBox>, id: number): void
 
-/** The breaker for `key`, created on first use. */
-export declare function groupGet(h: ExternalObject<GroupBox>, key: string): ExternalObject<BreakerBox>
+/**
+ * The breaker the core hands out for `key` (`BreakerGroup::get`: marks it most recently used,
+ * may evict an idle breaker or hand out an overflow one). `null` when that is the breaker of
+ * `cached` (the JavaScript wrapper already made for the key), else a new handle.
+ */
+export declare function groupGet(h: ExternalObject<GroupBox>, key: string, cached?: ExternalObject<BreakerBox> | undefined | null): ExternalObject<BreakerBox> | null
+
+/**
+ * Whether the group keeps `breaker` for `key` now (`BreakerGroup::peek`, which marks nothing):
+ * false for an evicted breaker and for an overflow breaker the group never kept.
+ */
+export declare function groupKeeps(h: ExternalObject<GroupBox>, key: string, breaker: ExternalObject<BreakerBox>): boolean
 
 /** Keys with a breaker, sorted. */
 export declare function groupKeys(h: ExternalObject<GroupBox>): Array<string>
 
-/** A group of breakers keyed by upstream, made lazily from one template. */
-export declare function groupNew(options: unknown, clock?: ExternalObject<ClockBox> | undefined | null): ExternalObject<GroupBox>
+/**
+ * A bounded group of breakers keyed by upstream, made lazily from one template (breaker
+ * options); `group` holds `{ maxKeys }` (default 10 000; `invalid_config` naming
+ * `group.max_keys` outside 1..=100 000 000).
+ */
+export declare function groupNew(options: unknown, group: unknown, clock?: ExternalObject<ClockBox> | undefined | null): ExternalObject<GroupBox>
+
+/** The breaker the group keeps for `key`, without making it or marking it used; `null` if none. */
+export declare function groupPeek(h: ExternalObject<GroupBox>, key: string): ExternalObject<BreakerBox> | null
+
+/** The group's counts (`BreakerGroup::snapshot`): `{ size, maxKeys, evictions, overflows }`. */
+export declare function groupSnapshot(h: ExternalObject<GroupBox>): object
+
+/** Whether the lease was given back. */
+export declare function leaseGivenBack(lease: ExternalObject<LeaseBox>): boolean
 
 /**
  * Parses one Retry-After field value (RFC 9110 §10.2.3) against the wall time `nowUnixMs`:
@@ -202,21 +227,31 @@ export declare function policyNew(breaker: ExternalObject<BreakerBox>, budget: E
 /** A fresh logical call for the manual policy API. */
 export declare function policyNewCall(): ExternalObject<PolicyCallBox>
 
-/** Takes the cost of one retry: `{ acquired, cost, available }`. */
+/**
+ * Takes the cost of one retry: `{ acquired: true, cost, available, lease }` (`lease` the handle
+ * to give back with `quotaGiveBack`) or `{ acquired: false, cost, available }`.
+ */
 export declare function quotaAcquire(h: ExternalObject<QuotaBox>, afterTimeout: boolean): object
 
 /** Tokens left. */
 export declare function quotaAvailable(h: ExternalObject<QuotaBox>): number
 
+/**
+ * A call succeeded after a retry: gives `lease` back to the quota (the core's `LeaseSlot::take`
+ * and `RetryQuota::on_success`). Returns the tokens left, or -1 when another quota issued the
+ * lease, -2 when it was already given back (the bucket is then unchanged).
+ */
+export declare function quotaGiveBack(h: ExternalObject<QuotaBox>, lease: ExternalObject<LeaseBox>): number
+
 /** A retry quota (token bucket) from options. */
 export declare function quotaNew(options: unknown): ExternalObject<QuotaBox>
 
-/** A call succeeded: refunds the lease's cost, or adds the success refill if `cost` is `null`. */
-export declare function quotaOnSuccess(h: ExternalObject<QuotaBox>, cost: unknown): number
+/** A call succeeded without a retry: adds the success refill. Returns the tokens left. */
+export declare function quotaOnSuccess(h: ExternalObject<QuotaBox>): number
 
 /**
- * The retry hint of a response's headers (flat `[name, value, ...]`): Retry-After, then
- * RateLimit-Reset, then X-RateLimit-Reset.
+ * The retry hint of a response's headers (flat `[name, value, ...]`) by the core's precedence:
+ * `{ delayMs }` or `{ unusable }`, and `source`, the core's name of the header it came from.
  */
 export declare function retryAfterHint(headers: Array<string>, nowUnixMs: number): object
 

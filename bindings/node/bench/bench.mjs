@@ -34,7 +34,7 @@ const OUT = process.env.HOLDOFF_BENCH_OUT
 if (process.argv[2] === '--mem') {
   const kind = process.argv[3]
   const keys = Array.from({ length: MEM_N }, (_, i) => `host-${i}`)
-  const group = kind === 'group' ? new BreakerGroup() : undefined
+  const group = kind === 'group' ? new BreakerGroup({ maxKeys: MEM_N }) : undefined
   const make = {
     holdoff: () => new Breaker(),
     opossum: () => new CircuitBreaker(async () => 1),
@@ -171,7 +171,8 @@ await async_('opossum fire refused (open)', () => opossumOpen.fire().then(() => 
 
 const groups = []
 for (const [keys, id] of [[10, 'group_lookup_10'], [10_000, 'group_lookup_10k'], [1_000_000, 'group_lookup_1m']]) {
-  const group = new BreakerGroup()
+  // Bounded to the keys it holds, so that every lookup finds its key (no eviction).
+  const group = new BreakerGroup({ maxKeys: keys })
   const names = Array.from({ length: keys }, (_, i) => `host-${i}`)
   for (const k of names) group.get(k)
   groups.push(group)

@@ -15,6 +15,8 @@ export interface BudgetBox { readonly __holdoff: 'BudgetBox' }
 export interface RetryCallBox { readonly __holdoff: 'RetryCallBox' }
 /** Handle of a retry quota. */
 export interface QuotaBox { readonly __holdoff: 'QuotaBox' }
+/** Handle of a quota lease. */
+export interface LeaseBox { readonly __holdoff: 'LeaseBox' }
 /** Handle of a classifier. */
 export interface ClassifierBox { readonly __holdoff: 'ClassifierBox' }
 /** Handle of a policy. */

@@ -22,8 +22,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use holdoff::{
     hint_from_headers, parse_retry_after, units, Before, Breaker, BreakerGroup, Call, Classifier, Clock,
-    Decision, Effect, HintSource, Instant, ManualClock, Outcome, Permit, PermitError, Policy, RawPermit,
-    RetryAfter, RetryBudget, RetryQuota, RetryState, Snapshot, StateChange, SystemClock,
+    Decision, Effect, InputError, Instant, LeaseSlot, ManualClock, Outcome, Permit, PermitError, Policy,
+    RawPermit, RetryAfter, RetryBudget, RetryQuota, RetryState, Snapshot, StateChange, SystemClock,
 };
 use napi::bindgen_prelude::*;
 use napi::ValueType;
@@ -470,30 +470,74 @@ pub struct GroupBox {
     group: BreakerGroup,
 }
 
-/// A group of breakers keyed by upstream, made lazily from one template.
+/// A bounded group of breakers keyed by upstream, made lazily from one template (breaker
+/// options); `group` holds `{ maxKeys }` (default 10 000; `invalid_config` naming
+/// `group.max_keys` outside 1..=100 000 000).
 #[napi(catch_unwind)]
 pub fn group_new(
     env: &Env,
     options: Unknown<'_>,
+    group: Unknown<'_>,
     clock: Option<&External<ClockBox>>,
 ) -> Result<External<GroupBox>> {
     let cfg = opts::breaker(env, Some(options))?
         .to_config()
         .map_err(|e| err::config(env, &e))?;
-    let group = BreakerGroup::new(cfg, clock_of(clock)).map_err(|e| err::config(env, &e))?;
+    let max_keys = opts::group(env, Some(group))?
+        .max_keys()
+        .map_err(|e| err::config(env, &e))?;
+    let group =
+        BreakerGroup::with_max_keys(cfg, max_keys, clock_of(clock)).map_err(|e| err::config(env, &e))?;
     Ok(External::new(GroupBox { group }))
 }
 
-/// The breaker for `key`, created on first use.
+/// The breaker the core hands out for `key` (`BreakerGroup::get`: marks it most recently used,
+/// may evict an idle breaker or hand out an overflow one). `null` when that is the breaker of
+/// `cached` (the JavaScript wrapper already made for the key), else a new handle.
 #[napi(catch_unwind)]
-pub fn group_get(h: &External<GroupBox>, key: String) -> External<BreakerBox> {
-    External::new(BreakerBox::new(h.group.get(&key)))
+pub fn group_get(
+    h: &External<GroupBox>,
+    key: String,
+    cached: Option<&External<BreakerBox>>,
+) -> Option<External<BreakerBox>> {
+    let b = h.group.get(&key);
+    match cached {
+        Some(c) if Arc::ptr_eq(&c.breaker, &b) => None,
+        _ => Some(External::new(BreakerBox::new(b))),
+    }
+}
+
+/// Whether the group keeps `breaker` for `key` now (`BreakerGroup::peek`, which marks nothing):
+/// false for an evicted breaker and for an overflow breaker the group never kept.
+#[napi(catch_unwind)]
+pub fn group_keeps(h: &External<GroupBox>, key: String, breaker: &External<BreakerBox>) -> bool {
+    h.group
+        .peek(&key)
+        .is_some_and(|b| Arc::ptr_eq(&b, &breaker.breaker))
+}
+
+/// The breaker the group keeps for `key`, without making it or marking it used; `null` if none.
+#[napi(catch_unwind)]
+pub fn group_peek(h: &External<GroupBox>, key: String) -> Option<External<BreakerBox>> {
+    h.group.peek(&key).map(|b| External::new(BreakerBox::new(b)))
 }
 
 /// Keys with a breaker, sorted.
 #[napi(catch_unwind)]
 pub fn group_keys(h: &External<GroupBox>) -> Vec<String> {
     h.group.keys()
+}
+
+/// The group's counts (`BreakerGroup::snapshot`): `{ size, maxKeys, evictions, overflows }`.
+#[napi(catch_unwind)]
+pub fn group_snapshot<'e>(env: &'e Env, h: &External<GroupBox>) -> Result<Object<'e>> {
+    let s = h.group.snapshot();
+    let mut o = Object::new(env)?;
+    o.set("size", s.keys as f64)?;
+    o.set("maxKeys", s.max_keys as f64)?;
+    o.set("evictions", s.evictions as f64)?;
+    o.set("overflows", s.overflows as f64)?;
+    Ok(o)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -618,14 +662,27 @@ pub fn quota_new(env: &Env, options: Unknown<'_>) -> Result<External<QuotaBox>> 
     }))
 }
 
-/// Takes the cost of one retry: `{ acquired, cost, available }`.
+/// A lease the quota issued, held as one native object: the core's `LeaseSlot` gives it back at
+/// most once and only to its own quota.
+pub struct LeaseBox {
+    slot: LeaseSlot,
+}
+
+/// Takes the cost of one retry: `{ acquired: true, cost, available, lease }` (`lease` the handle
+/// to give back with `quotaGiveBack`) or `{ acquired: false, cost, available }`.
 #[napi(catch_unwind)]
 pub fn quota_acquire<'e>(env: &'e Env, h: &External<QuotaBox>, after_timeout: bool) -> Result<Object<'e>> {
     let mut o = Object::new(env)?;
     match h.quota.acquire(after_timeout) {
         Ok(lease) => {
             o.set("acquired", true)?;
-            o.set("cost", lease.cost as f64)?;
+            o.set("cost", lease.cost() as f64)?;
+            o.set(
+                "lease",
+                External::new(LeaseBox {
+                    slot: LeaseSlot::new(lease),
+                }),
+            )?;
         }
         Err(e) => {
             o.set("acquired", false)?;
@@ -636,35 +693,34 @@ pub fn quota_acquire<'e>(env: &'e Env, h: &External<QuotaBox>, after_timeout: bo
     Ok(o)
 }
 
-/// A call succeeded: refunds the lease's cost, or adds the success refill if `cost` is `null`.
+/// A call succeeded without a retry: adds the success refill. Returns the tokens left.
 #[napi(catch_unwind)]
-pub fn quota_on_success(env: &Env, h: &External<QuotaBox>, cost: Unknown<'_>) -> Result<f64> {
-    let lease = match cost.get_type()? {
-        ValueType::Undefined | ValueType::Null => None,
-        ValueType::Number => {
-            let c = unsafe { cost.cast::<f64>()? };
-            if !c.is_finite() || c < 0.0 || c.fract() != 0.0 {
-                return Err(err::input(
-                    env,
-                    &holdoff::InputError {
-                        field: "lease.cost".into(),
-                        rule: format!("must be a whole number of tokens, got {c}"),
-                    },
-                ));
-            }
-            Some(holdoff::QuotaLease { cost: c as u64 })
-        }
-        _ => {
-            return Err(err::input_type(
-                env,
-                "lease.cost",
-                "a number of tokens",
-                &opts::describe(env, &cost),
-            ))
-        }
-    };
-    h.quota.on_success(lease);
-    Ok(h.quota.available() as f64)
+pub fn quota_on_success(h: &External<QuotaBox>) -> f64 {
+    // Without a lease there is nothing foreign to refuse.
+    let _ = h.quota.on_success(None);
+    h.quota.available() as f64
+}
+
+/// A call succeeded after a retry: gives `lease` back to the quota (the core's `LeaseSlot::take`
+/// and `RetryQuota::on_success`). Returns the tokens left, or -1 when another quota issued the
+/// lease, -2 when it was already given back (the bucket is then unchanged).
+#[napi(catch_unwind)]
+pub fn quota_give_back(h: &External<QuotaBox>, lease: &External<LeaseBox>) -> f64 {
+    match lease
+        .slot
+        .take(&h.quota)
+        .and_then(|l| h.quota.on_success(Some(l)))
+    {
+        Ok(()) => h.quota.available() as f64,
+        Err(PermitError::Foreign) => -1.0,
+        Err(PermitError::AlreadyRecorded) => -2.0,
+    }
+}
+
+/// Whether the lease was given back.
+#[napi(catch_unwind)]
+pub fn lease_given_back(lease: &External<LeaseBox>) -> bool {
+    lease.slot.is_taken()
 }
 
 /// Tokens left.
@@ -687,15 +743,6 @@ fn hint_set(o: &mut Object<'_>, r: RetryAfter) -> Result<()> {
     }
 }
 
-fn source_name(s: HintSource) -> &'static str {
-    match s {
-        HintSource::RetryAfter => "retry_after",
-        HintSource::RateLimitReset => "ratelimit_reset",
-        HintSource::XRateLimitReset => "x_ratelimit_reset",
-        HintSource::None => "none",
-    }
-}
-
 /// Parses one Retry-After field value (RFC 9110 §10.2.3) against the wall time `nowUnixMs`:
 /// `{ delayMs }` or `{ unusable }`. Never throws for a bad value.
 #[napi(catch_unwind)]
@@ -706,15 +753,15 @@ pub fn parse_retry_after_value<'e>(env: &'e Env, value: String, now_unix_ms: f64
     Ok(o)
 }
 
-/// The retry hint of a response's headers (flat `[name, value, ...]`): Retry-After, then
-/// RateLimit-Reset, then X-RateLimit-Reset.
+/// The retry hint of a response's headers (flat `[name, value, ...]`) by the core's precedence:
+/// `{ delayMs }` or `{ unusable }`, and `source`, the core's name of the header it came from.
 #[napi(catch_unwind)]
 pub fn retry_after_hint<'e>(env: &'e Env, headers: Vec<String>, now_unix_ms: f64) -> Result<Object<'e>> {
     let now = wall(env, now_unix_ms)?;
     let (r, src) = hint_from_headers(headers_of(&headers), now);
     let mut o = Object::new(env)?;
     hint_set(&mut o, r)?;
-    o.set("source", source_name(src))?;
+    o.set("source", src.name())?;
     Ok(o)
 }
 
@@ -733,7 +780,11 @@ pub fn classifier_new(env: &Env, options: Unknown<'_>) -> Result<External<Classi
     Ok(External::new(ClassifierBox { classifier }))
 }
 
-fn status_arg(env: &Env, v: &Unknown<'_>) -> Result<u16> {
+/// A status argument as the core checks it (`holdoff::check_status`): any whole number reaches
+/// the core, which takes 0..=999 (a status outside 100..=599 is a broken upstream, a failure) and
+/// refuses the rest with `invalid_input` naming `status`. A number that is not whole is refused
+/// so too; a value that is not a number is a `TypeError`.
+fn status_arg(env: &Env, v: &Unknown<'_>) -> Result<std::result::Result<u16, InputError>> {
     if v.get_type()? != ValueType::Number {
         return Err(err::input_type(
             env,
@@ -743,16 +794,15 @@ fn status_arg(env: &Env, v: &Unknown<'_>) -> Result<u16> {
         ));
     }
     let f = unsafe { v.cast::<f64>()? };
-    if !(f.is_finite() && f.fract() == 0.0 && (0.0..=65535.0).contains(&f)) {
-        return Err(err::input(
-            env,
-            &holdoff::InputError {
-                field: "status".into(),
-                rule: format!("must be an HTTP status between 100 and 599, got {f}"),
-            },
-        ));
-    }
-    Ok(f as u16)
+    Ok(if f.is_finite() && f.fract() == 0.0 {
+        // A whole number beyond i64 saturates: still not a status, refused by the core.
+        holdoff::check_status(f as i64)
+    } else {
+        Err(InputError {
+            field: "status".into(),
+            rule: format!("must be a whole number, got {f}"),
+        })
+    })
 }
 
 fn outcome_set(o: &mut Object<'_>, out: &Outcome) -> Result<()> {
@@ -763,8 +813,8 @@ fn outcome_set(o: &mut Object<'_>, out: &Outcome) -> Result<()> {
     }
 }
 
-/// Classifies a response: `{ outcome, retryLaterMs, hint, source }`; `RangeError`
-/// `invalid_input` for a status outside 100..599.
+/// Classifies a response: `{ outcome, retryLaterMs, hint, source, shouldRetry }`; `RangeError`
+/// `invalid_input` for a value that is not a status (outside 0..=999).
 #[napi(catch_unwind)]
 pub fn classifier_classify<'e>(
     env: &'e Env,
@@ -773,7 +823,7 @@ pub fn classifier_classify<'e>(
     headers: Vec<String>,
     now_unix_ms: f64,
 ) -> Result<Object<'e>> {
-    let s = status_arg(env, &status)?;
+    let s = status_arg(env, &status)?.map_err(|e| err::input(env, &e))?;
     let now = wall(env, now_unix_ms)?;
     let c = h
         .classifier
@@ -784,7 +834,11 @@ pub fn classifier_classify<'e>(
     let mut hint = Object::new(env)?;
     hint_set(&mut hint, c.hint)?;
     o.set("hint", hint)?;
-    o.set("source", source_name(c.source))?;
+    o.set("source", c.source.name())?;
+    match c.should_retry {
+        Some(v) => o.set("shouldRetry", v)?,
+        None => o.set("shouldRetry", Null)?,
+    }
     Ok(o)
 }
 
@@ -984,12 +1038,21 @@ pub fn policy_after_response<'e>(
     status: Unknown<'_>,
     headers: Vec<String>,
 ) -> Result<Option<Object<'e>>> {
-    let s = status_arg(env, &status)?;
+    let status = status_arg(env, &status)?;
     let permit = Permit::from_raw(RawPermit {
         breaker,
         episode,
         probe,
     });
+    let s = match status {
+        Ok(s) => s,
+        Err(e) => {
+            return match record_not_a_status(&h.policy, permit) {
+                Err(PermitError::Foreign) => Ok(None),
+                _ => Err(err::input(env, &e)),
+            }
+        }
+    };
     match h
         .policy
         .after_response(&mut lock(&call.call), permit, s, headers_of(&headers))
@@ -1002,6 +1065,14 @@ pub fn policy_after_response<'e>(
         Err(holdoff::HoldoffError::Permit(PermitError::Foreign)) => Ok(None),
         Err(e) => Err(err::holdoff(env, &e)),
     }
+}
+
+/// A value that is not a status, reported to the policy: `Policy::after_response` takes a `u16`,
+/// so a negative or huge value never reaches it. As the policy does for a `u16` that is not a
+/// status, the permit is recorded as cancelled (a probe frees its slot at once, its window stays
+/// spent); the caller then throws the status error.
+fn record_not_a_status(policy: &Policy, permit: Permit) -> std::result::Result<Effect, PermitError> {
+    policy.breaker().record(permit, Outcome::Cancelled)
 }
 
 fn unknown_call(env: &Env) -> Error {
@@ -1105,13 +1176,22 @@ pub fn exec_after_response<'e>(
     status: Unknown<'_>,
     headers: Vec<String>,
 ) -> Result<Either<u32, Object<'e>>> {
-    let s = status_arg(env, &status)?;
+    let status = status_arg(env, &status)?;
     let mut table = lock(&h.table);
     let Some(c) = table.get(id) else {
         return Err(unknown_call(env));
     };
     let Some(permit) = c.permit.take() else {
         return Err(unknown_call(env));
+    };
+    let s = match status {
+        Ok(s) => s,
+        Err(e) => {
+            drop(table);
+            // The permit is this policy's own: never foreign.
+            let _ = record_not_a_status(&h.policy, permit);
+            return Err(err::input(env, &e));
+        }
     };
     let (d, _) = h
         .policy

@@ -6,7 +6,9 @@
 //! core's, through `holdoff::config` and `holdoff::units`, so the errors name the same field in
 //! every language.
 
-use holdoff::config::{BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, Num, QuotaSpec, TripSpec};
+use holdoff::config::{
+    BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, GroupSpec, Num, QuotaSpec, TripSpec,
+};
 use napi::bindgen_prelude::*;
 use napi::ValueType;
 
@@ -204,6 +206,15 @@ impl<'e> Opts<'e> {
         }
     }
 
+    /// A boolean.
+    pub fn boolean(&self, key: &str, core: &str) -> Result<Option<bool>> {
+        match self.get(key)? {
+            None => Ok(None),
+            Some(v) if v.get_type()? == ValueType::Boolean => Ok(Some(unsafe { v.cast::<bool>()? })),
+            Some(v) => Err(self.type_error(key, core, "a boolean", &v)),
+        }
+    }
+
     /// A string.
     pub fn string(&self, key: &str, core: &str) -> Result<Option<String>> {
         match self.get(key)? {
@@ -345,6 +356,7 @@ pub fn budget<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<BudgetSpec
             "maxRetries",
             "backoff",
             "maxBackoffDurationMs",
+            "giveUpAboveCap",
             "seed",
         ],
     )?;
@@ -358,6 +370,7 @@ pub fn budget<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<BudgetSpec
             .map(backoff)
             .transpose()?,
         max_backoff_duration_ms: o.num("maxBackoffDurationMs", "max_backoff_duration", MS)?,
+        give_up_above_cap: o.boolean("giveUpAboveCap", "give_up_above_cap")?,
         seed: o.seed("seed", "seed")?,
     })
 }
@@ -398,6 +411,14 @@ pub fn classifier<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<Classi
         answer_statuses: o.int_list("answerStatuses", "answer_statuses")?,
         retry_after_statuses: o.int_list("retryAfterStatuses", "retry_after_statuses")?,
         rate_limit_default_wait_ms: o.num("rateLimitDefaultWaitMs", "rate_limit_default_wait", MS)?,
+    })
+}
+
+/// Group options (`{ maxKeys }`) to the core's spec.
+pub fn group<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<GroupSpec> {
+    let o = Opts::new(env, value, "", "group", &["maxKeys"])?;
+    Ok(GroupSpec {
+        max_keys: o.int("maxKeys", "max_keys")?,
     })
 }
 

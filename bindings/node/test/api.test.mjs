@@ -2,6 +2,8 @@
 // permits, errors with stable codes. Time moves only through ManualClock.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
+import v8 from 'node:v8'
+import vm from 'node:vm'
 import {
   Breaker,
   BreakerGroup,
@@ -12,6 +14,7 @@ import {
   Permit,
   PermitError,
   Policy,
+  QuotaLease,
   RetryBudget,
   RetryQuota,
   parseRetryAfter,
@@ -234,12 +237,99 @@ describe('BreakerGroup', () => {
     assert.equal(g.peek('a'), undefined)
     const a = g.get('a')
     assert.equal(g.get('a'), a)
+    assert.equal(g.peek('a'), a)
     trip(a, 2)
     assert.equal(a.state, 'open')
     assert.equal(g.get('b').state, 'closed')
     assert.deepEqual(g.keys(), ['a', 'b'])
     assert.equal(g.size, 2)
+    assert.equal(g.maxKeys, 10_000)
+    assert.deepEqual(g.snapshot(), { size: 2, maxKeys: 10_000, evictions: 0, overflows: 0 })
     throwsCode(() => g.get(1), TypeError, 'invalid_input', 'key')
+    throwsCode(() => g.peek(null), TypeError, 'invalid_input', 'key')
+  })
+
+  it('is bounded by maxKeys: a new key evicts the least recently used idle breaker', () => {
+    const clock = new ManualClock()
+    const g = new BreakerGroup({ clock, trip: { threshold: 1 }, maxKeys: 2 })
+    const a = g.get('a')
+    const b = g.get('b')
+    assert.equal(g.get('a'), a, 'a is now the most recently used')
+    const c = g.get('c')
+    assert.deepEqual(g.keys(), ['a', 'c'])
+    assert.deepEqual(g.snapshot(), { size: 2, maxKeys: 2, evictions: 1, overflows: 0 })
+    assert.equal(g.peek('b'), undefined, 'b was evicted')
+    // peek marks nothing: a stays the least recently used and goes next.
+    assert.equal(g.peek('a'), a)
+    const b2 = g.get('b')
+    assert.notEqual(b2, b, 'after an eviction, get() hands out the breaker the core holds now')
+    assert.notEqual(b2.id, b.id)
+    assert.equal(g.get('b'), b2)
+    assert.deepEqual(g.keys(), ['b', 'c'])
+    assert.equal(g.get('c'), c)
+    // An open breaker is never evicted, even as the least recently used: it is the protection.
+    trip(c, 1)
+    assert.equal(g.get('b'), b2)
+    const d = g.get('d')
+    assert.deepEqual(g.keys(), ['c', 'd'])
+    assert.equal(g.get('c'), c)
+    assert.equal(c.state, 'open')
+    assert.equal(d.state, 'closed')
+    assert.deepEqual(g.snapshot(), { size: 2, maxKeys: 2, evictions: 3, overflows: 0 })
+  })
+
+  it('a full group with nothing idle hands out overflow breakers it does not keep', () => {
+    const clock = new ManualClock()
+    const g = new BreakerGroup({ clock, trip: { threshold: 1 }, maxKeys: 1 })
+    const a = g.get('a')
+    trip(a, 1)
+    const x1 = g.get('x')
+    const x2 = g.get('x')
+    assert.notEqual(x1, x2)
+    assert.notEqual(x1.id, x2.id)
+    assert.equal(x1.state, 'closed')
+    assert.equal(x1.tryAllow().admitted, true, 'no call fails because the group is full')
+    assert.equal(g.peek('x'), undefined)
+    assert.deepEqual(g.keys(), ['a'])
+    assert.equal(g.get('a'), a)
+    assert.equal(a.state, 'open')
+    assert.deepEqual(g.snapshot(), { size: 1, maxKeys: 1, evictions: 0, overflows: 2 })
+    // Once a is idle again (reset), the next new key evicts it and is kept.
+    a.reset()
+    const y = g.get('y')
+    assert.equal(g.get('y'), y)
+    assert.deepEqual(g.keys(), ['y'])
+    assert.deepEqual(g.snapshot(), { size: 1, maxKeys: 1, evictions: 1, overflows: 2 })
+  })
+
+  it('drops its wrappers of evicted breakers: the JavaScript side stays bounded', async () => {
+    v8.setFlagsFromString('--expose-gc')
+    const gc = vm.runInNewContext('gc')
+    const g = new BreakerGroup({ clock: new ManualClock(), maxKeys: 4 })
+    const refs = []
+    for (let i = 0; i < 40; i++) refs.push(new WeakRef(g.get(`k${i}`)))
+    // Let the job end (WeakRef targets stay alive until then), then collect.
+    await new Promise(setImmediate)
+    gc()
+    const alive = refs.map((r, i) => (r.deref() === undefined ? null : i)).filter((i) => i !== null)
+    // The group keeps the last 4; wrappers of older keys may wait for the next sweep (at twice
+    // maxKeys entries), never longer.
+    assert.deepEqual(g.keys(), ['k36', 'k37', 'k38', 'k39'])
+    assert.ok(alive.length <= 8, `wrappers alive: ${alive}`)
+    assert.ok(alive.every((i) => i >= 32), `wrappers alive: ${alive}`)
+  })
+
+  it('maxKeys is checked by the core, naming group.max_keys', () => {
+    throwsCode(() => new BreakerGroup({ maxKeys: 0 }), RangeError, 'invalid_config', 'group.max_keys')
+    throwsCode(() => new BreakerGroup({ maxKeys: 100_000_001 }), RangeError, 'invalid_config', 'group.max_keys')
+    throwsCode(() => new BreakerGroup({ maxKeys: -1 }), RangeError, 'invalid_config', 'group.max_keys')
+    throwsCode(() => new BreakerGroup({ maxKeys: 1.5 }), RangeError, 'invalid_config', 'group.max_keys')
+    throwsCode(() => new BreakerGroup({ maxKeys: NaN }), RangeError, 'invalid_config', 'group.max_keys')
+    const e = throwsCode(() => new BreakerGroup({ maxKeys: '10' }), TypeError, 'invalid_config', 'group.max_keys')
+    assert.match(e.message, /maxKeys/)
+    throwsCode(() => new Breaker({ maxKeys: 10 }), TypeError, 'invalid_config', 'breaker.maxKeys')
+    assert.equal(new BreakerGroup({ maxKeys: 100_000_000 }).maxKeys, 100_000_000)
+    assert.equal(new BreakerGroup({ maxKeys: undefined }).maxKeys, 10_000)
   })
 })
 
@@ -366,23 +456,40 @@ describe('RetryBudget and RetryQuota', () => {
   it('quota: retries cost, successes refund', () => {
     const q = new RetryQuota({ capacity: 12 })
     const lease = q.acquire()
-    assert.deepEqual(lease, { acquired: true, cost: 5, available: 7 })
+    assert.ok(lease instanceof QuotaLease)
+    assert.deepEqual({ ...lease }, { acquired: true, cost: 5, available: 7 })
+    assert.equal(lease.givenBack, false)
     assert.deepEqual(q.acquire({ timeout: true }), { acquired: false, cost: 10, available: 7 })
     assert.equal(q.onSuccess(lease), 12)
+    assert.equal(lease.givenBack, true)
     assert.equal(q.onSuccess(), 12)
     assert.equal(q.available, 12)
     throwsCode(() => q.acquire({ timeout: 1 }), TypeError, 'invalid_input', 'timeout')
+    // Only a lease the core issued is a lease: an empty result or a forged object refunds nothing.
     throwsCode(() => q.onSuccess({ acquired: false, cost: 5 }), TypeError, 'invalid_input', 'lease')
-    // A lease is given back once, to the quota that issued it; forged leases refund nothing.
-    throwsCode(() => q.onSuccess({ acquired: true, cost: -5 }), RangeError, 'invalid_input', 'lease')
-    throwsCode(() => q.onSuccess({ acquired: true, cost: 1e300 }), RangeError, 'invalid_input', 'lease')
+    throwsCode(() => q.onSuccess({ acquired: true, cost: 5, available: 7 }), TypeError, 'invalid_input', 'lease')
+    throwsCode(() => q.onSuccess(5), TypeError, 'invalid_input', 'lease')
+    throwsCode(() => new QuotaLease(), TypeError, 'invalid_input', 'lease')
+    assert.equal(q.available, 12)
+  })
+
+  it('quota: a lease is given back once, and only to the quota that issued it', () => {
+    const q = new RetryQuota({ capacity: 12 })
     const small = new RetryQuota({ capacity: 20 })
     const leases = [small.acquire(), small.acquire(), small.acquire(), small.acquire()]
     assert.equal(small.available, 0)
     assert.equal(small.onSuccess(leases[0]), 5)
     assert.throws(() => small.onSuccess(leases[0]), { name: 'PermitError', code: 'permit_already_recorded' })
+    assert.equal(small.available, 5, 'a second give-back changes nothing')
+    // Another quota refuses it and the lease stays usable on its own.
     assert.throws(() => q.onSuccess(leases[1]), { name: 'PermitError', code: 'foreign_permit' })
-    assert.equal(small.available, 5)
+    assert.equal(q.available, 12)
+    assert.equal(leases[1].givenBack, false)
+    assert.equal(small.onSuccess(leases[1]), 10)
+    assert.throws(() => q.onSuccess(leases[1]), { name: 'PermitError', code: 'foreign_permit' })
+    assert.throws(() => small.onSuccess(leases[1]), { name: 'PermitError', code: 'permit_already_recorded' })
+    assert.ok(new PermitError('foreign_permit', 'x') instanceof Error)
+    assert.equal(small.available, 10)
     assert.equal(q.available, 12)
   })
 })
@@ -447,22 +554,100 @@ describe('Retry-After and classification', () => {
     throwsCode(() => retryAfterHint({ 'retry-after': 7 }), TypeError, 'invalid_input', 'headers')
   })
 
-  it('classifies statuses; a status outside 100..599 is invalid_input', () => {
+  it('classifies statuses: outside 100..599 a failure, outside 0..999 invalid_input', () => {
     const c = new Classifier({ failureStatuses: [403] })
     assert.deepEqual(c.classify(429, { 'retry-after': '3' }), {
       outcome: 'retry_later',
       retryLaterMs: 3000,
       hint: { delayMs: 3000 },
       source: 'retry_after',
+      shouldRetry: null,
     })
     assert.equal(c.classify(403).outcome, 'failure')
     assert.equal(c.classify(404).outcome, 'answer')
     assert.equal(c.classify(200).outcome, 'success')
-    throwsCode(() => c.classify(99), RangeError, 'invalid_input', 'status')
-    throwsCode(() => c.classify(600), RangeError, 'invalid_input', 'status')
-    throwsCode(() => c.classify(200.5), RangeError, 'invalid_input', 'status')
+    // A broken upstream, not a programmer's error: a failure whatever its headers say.
+    for (const status of [0, 99, 600, 999]) {
+      assert.equal(c.classify(status, { 'x-should-retry': 'false' }).outcome, 'failure', `status ${status}`)
+    }
+    for (const status of [-1, 1000, 70_000, 2 ** 53, -(2 ** 63), 1e300, 200.5, NaN, Infinity, -Infinity]) {
+      throwsCode(() => c.classify(status), RangeError, 'invalid_input', 'status')
+    }
     throwsCode(() => c.classify('200'), TypeError, 'invalid_input', 'status')
     throwsCode(() => c.classify(200n), TypeError, 'invalid_input', 'status')
+  })
+
+  it("honours the provider's x-should-retry and reports it", () => {
+    const c = new Classifier()
+    assert.deepEqual(
+      { ...c.classify(503, { 'x-should-retry': 'false' }), hint: undefined },
+      { outcome: 'answer', retryLaterMs: null, hint: undefined, source: 'none', shouldRetry: false },
+    )
+    assert.equal(c.classify(400, { 'x-should-retry': 'true' }).outcome, 'failure')
+    assert.equal(c.classify(400, { 'x-should-retry': 'true' }).shouldRetry, true)
+    assert.equal(c.classify(200, { 'x-should-retry': 'false' }).outcome, 'success')
+    assert.equal(c.classify(400, { 'x-should-retry': 'maybe' }).shouldRetry, null)
+  })
+
+  it('reads the providers\' millisecond and RateLimit headers, names from the core', () => {
+    const clock = new ManualClock()
+    assert.deepEqual(retryAfterHint({ 'retry-after-ms': '1500.2', 'retry-after': '9' }, { clock }), { delayMs: 1501, source: 'retry_after_ms' })
+    assert.deepEqual(retryAfterHint({ 'x-ms-retry-after-ms': '250' }, { clock }), { delayMs: 250, source: 'x_ms_retry_after_ms' })
+    assert.deepEqual(retryAfterHint({ ratelimit: '"default";r=0;t=30' }, { clock }), { delayMs: 30_000, source: 'ratelimit' })
+    assert.deepEqual(retryAfterHint({ 'ratelimit-reset': '7' }, { clock }), { delayMs: 7000, source: 'ratelimit_reset' })
+    assert.deepEqual(retryAfterHint({ 'x-ratelimit-reset': '12' }, { clock }), { delayMs: 12_000, source: 'x_ratelimit_reset' })
+  })
+
+  it('policy.afterResponse: a value that is not a status is refused and the probe slot freed', () => {
+    const clock = new ManualClock()
+    const policy = new Policy({ clock, breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 1000, multiplier: 1 } } })
+    const b = policy.breaker
+    b.record(b.allow(), 'failure')
+    clock.set(1000)
+    const call = policy.newCall()
+    const go = policy.before(call)
+    assert.equal(go.permit.probe, true)
+    assert.equal(b.snapshot().probesInFlight, 1)
+    throwsCode(() => policy.afterResponse(call, go.permit, -5), RangeError, 'invalid_input', 'status')
+    assert.equal(go.permit.recorded, true)
+    const s = b.snapshot()
+    assert.equal(s.probesInFlight, 0, 'recorded as cancelled: the slot is free')
+    assert.equal(s.retryAfterMs, 1000, 'and the window stays spent')
+    assert.throws(() => policy.afterResponse(call, go.permit, 200), { name: 'PermitError', code: 'permit_already_recorded' })
+    // Above 999 and fractional values too; a broken status (600) is a failure and re-opens.
+    for (const status of [70_000, 1000, 99.5]) {
+      clock.advance(1000)
+      const p = policy.before(policy.newCall()).permit
+      throwsCode(() => policy.afterResponse(policy.newCall(), p, status), RangeError, 'invalid_input', 'status')
+      assert.equal(b.snapshot().probesInFlight, 0)
+    }
+    clock.advance(1000)
+    const c2 = policy.newCall()
+    const d = policy.afterResponse(c2, policy.before(c2).permit, 600)
+    assert.equal(d.outcome, 'failure')
+    assert.equal(b.snapshot().state, 'open')
+  })
+
+  it('budget giveUpAboveCap: a Retry-After above the cap gives up at once', () => {
+    const clock = new ManualClock()
+    const capped = new RetryBudget({ clock, retryAfterCapMs: 300_000 })
+    assert.deepEqual(capped.decide(capped.newCall(), { retryLaterMs: 400_000 }), {
+      decision: 'retry',
+      delayMs: 300_000,
+      source: 'retry_after',
+      serverDelayMs: 400_000,
+      capped: true,
+    })
+    const strict = new RetryBudget({ clock, retryAfterCapMs: 300_000, giveUpAboveCap: true })
+    assert.deepEqual(strict.decide(strict.newCall(), { retryLaterMs: 400_000 }), {
+      decision: 'give_up',
+      reason: 'retry_after_above_cap',
+      serverDelayMs: 400_000,
+    })
+    assert.equal(strict.decide(strict.newCall(), { retryLaterMs: 300_000 }).decision, 'retry')
+    throwsCode(() => new RetryBudget({ giveUpAboveCap: 1 }), TypeError, 'invalid_config', 'budget.give_up_above_cap')
+    const e = throwsCode(() => new RetryBudget({ giveUpAboveCap: 'yes' }), TypeError, 'invalid_config', 'budget.give_up_above_cap')
+    assert.match(e.message, /giveUpAboveCap/)
   })
 
   it('a classification records as its outcome', () => {

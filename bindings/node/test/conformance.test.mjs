@@ -19,7 +19,7 @@ import {
   retryAfterHint,
 } from 'holdoff'
 
-const SUITE_VERSION = 1
+const SUITE_VERSION = 2
 const here = dirname(fileURLToPath(import.meta.url))
 const root = process.env.HOLDOFF_CONFORMANCE_DIR ?? join(here, '..', '..', '..', 'conformance')
 
@@ -64,6 +64,7 @@ const BUDGET = {
   max_retries: ['maxRetries', plain],
   backoff: ['backoff', backoff],
   max_backoff_duration_ms: ['maxBackoffDurationMs', plain],
+  give_up_above_cap: ['giveUpAboveCap', plain],
   seed: ['seed', plain],
 }
 const QUOTA = {
@@ -78,7 +79,8 @@ const CLASSIFIER = {
   retry_after_statuses: ['retryAfterStatuses', plain],
   rate_limit_default_wait_ms: ['rateLimitDefaultWaitMs', plain],
 }
-const CONFIG_KEYS = new Set(['breaker', 'budget', 'quota', 'classifier'])
+const GROUP = { max_keys: ['maxKeys', plain] }
+const CONFIG_KEYS = new Set(['breaker', 'budget', 'quota', 'classifier', 'group'])
 
 function outcome(v) {
   if (typeof v === 'string') return v
@@ -132,7 +134,7 @@ class Ctx {
     // Same order as the reference runner, so that the first refusal is the same one.
     if (this.breakerOpts !== undefined) {
       const opts = { ...this.breakerOpts, clock: this.clock }
-      if (c.group === true) this.group = new BreakerGroup(opts)
+      if (c.group === true) this.group = new BreakerGroup({ ...opts, ...rename(config.group, GROUP, 'group') })
       else this.breakerObj = new Breaker(opts)
     }
     if (config.budget !== undefined) this.budget = new RetryBudget({ ...rename(config.budget, BUDGET, 'budget'), clock: this.clock })
@@ -148,6 +150,8 @@ class Ctx {
     this.leases = new Map()
   }
 
+  // A step naming a key asks the group once: the breaker it hands out now (which marks the key
+  // used, and may evict or overflow).
   breaker(step) {
     if (typeof step.key === 'string') {
       if (!this.group) throw new Error('step names a key but the case has no group')
@@ -158,22 +162,23 @@ class Ctx {
   }
 
   allow(step, a) {
-    const r = this.breaker(step).tryAllow()
+    const b = this.breaker(step)
+    const r = b.tryAllow()
     if (r.admitted) {
       Object.assign(a, { admitted: true, episode: r.episode, probe: r.probe })
-      this.permits.set(step.as ?? '_last', { permit: r, key: step.key })
+      // Recorded later on the breaker object that admitted it, as user code does.
+      this.permits.set(step.as ?? '_last', { permit: r, breaker: b })
       return true
     }
     Object.assign(a, { admitted: false, retry_after_ms: r.retryAfterMs, state: r.state })
     return false
   }
 
-  record(name, o, step, a) {
+  record(name, o, a) {
     const held = this.permits.get(name)
     if (!held) throw new Error(`no permit named ${name}`)
-    const b = held.key !== undefined ? this.group.get(held.key) : this.breaker(step)
     try {
-      a.effect = b.record(held.permit, o)
+      a.effect = held.breaker.record(held.permit, o)
     } catch (e) {
       a.error = errorName(e)
     }
@@ -189,11 +194,11 @@ class Ctx {
         return check(expect, a, ['admitted', 'episode', 'probe', 'retry_after_ms', 'state'])
       case 'record':
         if (typeof step.permit !== 'string') throw new Error('record needs permit')
-        this.record(step.permit, outcome(step.outcome), step, a)
+        this.record(step.permit, outcome(step.outcome), a)
         return check(expect, a, ['effect', 'error'])
       case 'call': {
         const o = outcome(step.outcome)
-        if (this.allow(step, a)) this.record(step.as ?? '_last', o, step, a)
+        if (this.allow(step, a)) this.record(step.as ?? '_last', o, a)
         return check(expect, a, ['admitted', 'episode', 'probe', 'retry_after_ms', 'state', 'effect'])
       }
       case 'record_foreign': {
@@ -313,10 +318,22 @@ class Ctx {
         if (typeof step.lease === 'string') {
           lease = this.leases.get(step.lease)
           if (!lease) throw new Error(`no lease named ${step.lease}`)
-          this.leases.delete(step.lease)
         }
-        a.available = this.quota.onSuccess(lease)
-        return check(expect, a, ['available'])
+        // A second quota built from the same config, for a lease given to the wrong quota.
+        const to = step.foreign === true ? new RetryQuota(rename(this.config.quota, QUOTA, 'quota')) : this.quota
+        try {
+          to.onSuccess(lease)
+        } catch (e) {
+          a.error = errorName(e)
+        }
+        a.available = this.quota.available
+        return check(expect, a, ['available', 'error'])
+      }
+      case 'group_snapshot': {
+        if (!this.group) throw new Error('the case has no group')
+        const s = this.group.snapshot()
+        Object.assign(a, { keys: this.group.keys(), max_keys: s.maxKeys, evictions: s.evictions, overflows: s.overflows })
+        return check(expect, a, ['keys', 'max_keys', 'evictions', 'overflows'])
       }
       case 'before': {
         if (!this.policy) throw new Error('the case has no policy')
@@ -325,7 +342,7 @@ class Ctx {
         a.action = r.action
         if (r.action === 'go') {
           Object.assign(a, { episode: r.permit.episode, probe: r.permit.probe })
-          this.permits.set(step.as ?? '_last', { permit: r.permit })
+          this.permits.set(step.as ?? '_last', { permit: r.permit, breaker: this.policy.breaker })
         } else if (r.action === 'wait') {
           a.delay_ms = r.delayMs
         } else {

@@ -155,7 +155,7 @@ describe('policy.execute', () => {
     assert.equal(policy._inFlight(), 0)
   })
 
-  it('an aborted attempt is recorded as cancelled and frees the probe', async () => {
+  it('an aborted attempt is recorded as cancelled: the probe slot is free, its window spent', async () => {
     const { policy, clock, sleep } = setup()
     const b = policy.breaker
     for (let i = 0; i < 5; i++) b.record(b.allow(), 'failure')
@@ -176,7 +176,71 @@ describe('policy.execute', () => {
     assert.equal(probing, 1)
     const s = b.snapshot()
     assert.equal(s.probesInFlight, 0, 'the cancelled probe gave its slot back')
-    assert.equal(s.probeReady, true, 'and its window')
+    // It may have reached the upstream: the next probe waits for the next interval.
+    assert.equal(s.probeReady, false)
+    assert.equal(s.retryAfterMs, 30_000)
+    assert.equal(s.state, 'half_open')
+    assert.equal(policy._inFlight(), 0)
+  })
+
+  it('a storm of callers cancelling after 100 ms sends the upstream one probe per interval', async () => {
+    // Trip after 1 failure, 1 s between probes, an upstream that never answers, no retries.
+    // Twenty callers at a time, one arriving every 5 ms for 6 s, each aborting its own call
+    // after 100 ms of manual-clock time: a probe's window stays spent when it is cancelled, so
+    // the upstream sees the failure that tripped the breaker and then one probe a second
+    // (1000, 2000, ..., 6000 ms), 7 calls in all, not one per caller.
+    const clock = new ManualClock()
+    const policy = new Policy({
+      clock,
+      breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 1000, multiplier: 1 } },
+      budget: { maxRetries: 0 },
+    })
+    let reached = 0
+    const upstream = (signal) => {
+      reached++
+      if (clock.now() === 0) return Promise.reject(new Error('down'))
+      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
+    }
+    const ARRIVAL_MS = 5
+    const GIVE_UP_MS = 100
+    const outcomes = { refused: 0, cancelled: 0, gaveUp: 0, other: [] }
+    const pending = []
+    const aborts = [] // [deadline, controller], in arrival order
+    const settle = (p) =>
+      p.then(
+        (v) => outcomes.other.push(v),
+        (e) => {
+          if (e instanceof BreakerOpenError) outcomes.refused++
+          else if (e?.name === 'AbortError') outcomes.cancelled++
+          else if (e instanceof GiveUpError) outcomes.gaveUp++
+          else outcomes.other.push(e)
+        },
+      )
+    const turn = () => new Promise(setImmediate)
+    let maxConcurrent = 0
+    for (let t = 0; t <= 6000; t += ARRIVAL_MS) {
+      clock.set(t)
+      while (aborts.length > 0 && aborts[0][0] <= t) aborts.shift()[1].abort()
+      await turn()
+      const ac = new AbortController()
+      aborts.push([t + GIVE_UP_MS, ac])
+      maxConcurrent = Math.max(maxConcurrent, aborts.length)
+      pending.push(settle(policy.execute(upstream, { signal: ac.signal, sleep: () => assert.fail('no caller retries') })))
+      await turn()
+    }
+    for (const [, ac] of aborts) ac.abort()
+    await Promise.all(pending)
+    assert.equal(maxConcurrent, GIVE_UP_MS / ARRIVAL_MS, 'twenty callers at a time')
+    assert.deepEqual(outcomes.other, [])
+    assert.equal(pending.length, 1201)
+    assert.equal(reached, 7, 'the tripping failure, then one probe per interval')
+    assert.equal(outcomes.gaveUp, 1)
+    assert.equal(outcomes.cancelled, 6)
+    assert.equal(outcomes.refused, 1201 - 7)
+    const s = policy.breaker.snapshot()
+    assert.equal(s.probes, 6)
+    assert.equal(s.probesInFlight, 0)
+    assert.equal(s.opens, 1)
     assert.equal(policy._inFlight(), 0)
   })
 
@@ -235,6 +299,22 @@ describe('policy.executeResponse and fetch', () => {
     const r = await policy.executeResponse(async () => responses.shift(), { sleep })
     assert.equal(r.status, 404)
     assert.deepEqual(waits, [2000, 3000])
+  })
+
+  it('a broken status (600) is retried as a failure; a value that is not a status is refused', async () => {
+    const { policy, waits, sleep } = setup({ breaker: { trip: { threshold: 100 } } })
+    const responses = [{ status: 600 }, { status: 999 }, { status: 200 }]
+    assert.equal((await policy.executeResponse(async () => responses.shift(), { sleep })).status, 200)
+    assert.deepEqual(waits, [500, 1000])
+    for (const status of [-1, 1000, 70_000]) {
+      await rejectsWith(policy.executeResponse(async () => ({ status }), { sleep }), (e) => {
+        assert.ok(e instanceof RangeError)
+        assert.equal(e.code, 'invalid_input')
+        assert.equal(e.field, 'status')
+      })
+    }
+    assert.equal(policy._inFlight(), 0)
+    assert.equal(policy.breaker.snapshot().failures, 0, 'recorded as cancelled, not as failures')
   })
 
   it('refuses a non-response value', async () => {

@@ -1,8 +1,8 @@
 // Leak loops (issue 8, point 4): objects made and dropped in a loop, memory flat. Each loop runs
 // in a child process with --expose-gc (test/leak-child.mjs), which measures after a warm-up and
 // at the end, after full collections. `run.sh test` runs the loops at a tenth of their full size
-// (n = 90 000 measured iterations of the calls loop, 9 000 of the policies loop); `run.sh leak`
-// (HOLDOFF_LEAK=full) at full size (900 000 and 90 000).
+// (n = 90 000 measured iterations of the calls and groups loops, 9 000 of the policies loop);
+// `run.sh leak` (HOLDOFF_LEAK=full) at full size (900 000 and 90 000).
 //
 // Two measures, each allowed to grow by a fixed floor (noise) plus a per-iteration allowance, so
 // that the bound scales with n:
@@ -11,14 +11,14 @@
 //   Bound: 256 KiB + 8 bytes an iteration (measured noise without a leak: up to about 160 KiB
 //   either way). A JavaScript object is at least 16 bytes and a wrapper several times that, so a
 //   leaked object an iteration fails at both sizes: the bound is 11 bytes an iteration of the
-//   calls loop at test size (8.3 at full size), 37 bytes of the policies loop (11 at full size),
-//   below the smallest object a policies iteration makes (a closure or an object literal).
+//   calls and groups loops at test size (8.3 at full size), 37 bytes of the policies loop (11 at
+//   full size), below the smallest object a policies iteration makes (a closure or a literal).
 // * RSS, the net for native memory (the Rust objects behind the handles), which heapUsed does
 //   not see. Bound: 4 MiB + 16 bytes an iteration. RSS is noisy in Node (V8 resizes its young
 //   generation, the allocator keeps pages: up to 3 MiB measured without a leak, at either size),
-//   so this catches a native leak only of about 63 bytes an iteration in the calls loop at test
-//   size (21 at full size) and 480 bytes in the policies loop (63 at full size); a breaker's
-//   native state is about 1 KB.
+//   so this catches a native leak only of about 63 bytes an iteration in the calls and groups
+//   loops at test size (21 at full size) and 480 bytes in the policies loop (63 at full size); a
+//   breaker's native state is about 1 KB.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -52,7 +52,7 @@ function measure(loop) {
 }
 
 describe(`leak loops (${full ? 'full' : 'a tenth'})`, () => {
-  for (const loop of ['calls', 'policies']) {
+  for (const loop of ['calls', 'groups', 'policies']) {
     it(`${loop}: memory stays flat`, { timeout: full ? 600_000 : 120_000 }, () => {
       const m = measure(loop)
       for (const [key, { floor, perIteration }] of Object.entries(BOUNDS)) {

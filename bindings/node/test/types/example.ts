@@ -14,6 +14,8 @@ import {
   retryAfterHint,
   sleep,
   type Decision,
+  type GroupSnapshot,
+  type QuotaLease,
   type Snapshot,
   type StateChange,
 } from 'holdoff'
@@ -53,15 +55,30 @@ const s: Snapshot = breaker.snapshot()
 const state: 'closed' | 'open' | 'half_open' | 'forced_open' | 'disabled' = s.state
 void state
 
-const group = new BreakerGroup({ clock })
+const group = new BreakerGroup({ clock, maxKeys: 1000, trip: { threshold: 3 } })
 group.get('registry.example').allow()
+const gs: GroupSnapshot = group.snapshot()
+const bounded: number = gs.maxKeys + gs.size + gs.evictions + gs.overflows + group.maxKeys
+void bounded
 
-const budget = new RetryBudget({ maxRateLimitDurationMs: 1_800_000, retryAfterCapMs: 300_000, clock })
+const budget = new RetryBudget({ maxRateLimitDurationMs: 1_800_000, retryAfterCapMs: 300_000, giveUpAboveCap: true, clock })
 const call = budget.newCall()
 const d: Decision = budget.decide(call, { retryLaterMs: 180_000 })
 if (d.decision === 'retry') {
   const delay: number = d.delayMs
   void delay
+} else if (d.decision === 'give_up' && d.reason === 'retry_after_above_cap') {
+  const asked: number | null = d.serverDelayMs
+  void asked
+}
+
+const quota = new RetryQuota({ capacity: 100 })
+const lease = quota.acquire()
+if (lease.acquired) {
+  const l: QuotaLease = lease
+  const left: number = quota.onSuccess(l)
+  const back: boolean = l.givenBack
+  void left, back
 }
 
 const ra = parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', { now: new Date() })
@@ -71,6 +88,9 @@ void hint.source
 
 const classifier = new Classifier({ failureStatuses: [403] })
 const c = classifier.classify(429, new Headers({ 'retry-after': '3' }))
+const should: boolean | null = c.shouldRetry
+const src: 'retry_after_ms' | 'x_ms_retry_after_ms' | 'retry_after' | 'ratelimit' | 'ratelimit_reset' | 'x_ratelimit_reset' | 'none' = c.source
+void should, src
 breaker.tryAllow()
 
 const policy = new Policy({ breaker, budget, quota: new RetryQuota({ capacity: 100 }), classifier })
@@ -101,5 +121,9 @@ void t
 new Breaker({ probeTimeoutMs: 10n })
 // @ts-expect-error not an outcome
 breaker.record(breaker.allow(), 'boom')
+// @ts-expect-error maxKeys is a group option, not a breaker option
+new Breaker({ maxKeys: 10 })
+// @ts-expect-error giveUpAboveCap is a boolean
+new RetryBudget({ giveUpAboveCap: 1 })
 // @ts-expect-error a window trip needs windowMs
 new Breaker({ trip: { policy: 'window', threshold: 3 } })
