@@ -66,6 +66,18 @@
 #define HOLDOFF_CONFIG_GROUP 16
 
 /**
+ * `holdoff_config_parts` bit: the configuration has an `execute` part (the time limits of
+ * `holdoff_execution_new`).
+ */
+#define HOLDOFF_CONFIG_EXECUTE 32
+
+/**
+ * `holdoff_execution_options` default total timeout: 60 s, so that a call to an unreachable
+ * upstream ends within a minute.
+ */
+#define HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS 60000000000
+
+/**
  * Major version of this header and library.
  */
 #define HOLDOFF_VERSION_MAJOR 0
@@ -594,6 +606,151 @@ typedef uint32_t holdoff_before_action;
 #endif // __cplusplus
 
 /**
+ * How a time limit of `holdoff_execution_options` is given.
+ */
+enum holdoff_limit
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The core's default (attempt timeout: none; total timeout:
+     * `HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS`). The `_ns` field must be 0.
+     */
+    HOLDOFF_LIMIT_DEFAULT = 0,
+    /**
+     * No limit. The `_ns` field must be 0.
+     */
+    HOLDOFF_LIMIT_NONE = 1,
+    /**
+     * The limit is the `_ns` field, which must be greater than 0.
+     */
+    HOLDOFF_LIMIT_SET = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_limit holdoff_limit;
+#else
+typedef uint32_t holdoff_limit;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What a `holdoff_step` asks the caller to do.
+ */
+enum holdoff_step_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Make one attempt now (within `time_limit_ns` if `has_time_limit`), then report it with
+     * `holdoff_execution_complete` or `holdoff_execution_complete_response`.
+     */
+    HOLDOFF_STEP_KIND_ATTEMPT = 0,
+    /**
+     * Sleep `delay_ns` (cancellably), then call `holdoff_execution_next_step`.
+     */
+    HOLDOFF_STEP_KIND_WAIT = 1,
+    /**
+     * The call is over: `verdict` says what the caller gets.
+     */
+    HOLDOFF_STEP_KIND_FINISH = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_step_kind holdoff_step_kind;
+#else
+typedef uint32_t holdoff_step_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What an attempt came to, as the caller saw it (`holdoff_execution_complete`).
+ */
+enum holdoff_attempted
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The operation returned a value meaning `outcome` (`SUCCESS` unless your classifier says
+     * otherwise). A `HOLDOFF_VERDICT_RETURN` returns that value.
+     */
+    HOLDOFF_ATTEMPTED_RETURNED = 0,
+    /**
+     * The operation failed with an error classified as `outcome`: a transport error
+     * (`FAILURE`), a timeout or the attempt's time limit passing (`TIMEOUT`), the upstream
+     * asking to retry later (`RETRY_LATER` with its delay), a final answer (`ANSWER`).
+     */
+    HOLDOFF_ATTEMPTED_RAISED = 1,
+    /**
+     * The caller cancelled the attempt (its own cancellation, not a deadline: one reported at
+     * or after the attempt's time limit is recorded as a timeout).
+     */
+    HOLDOFF_ATTEMPTED_CANCELLED = 2,
+    /**
+     * A programming error, not an answer of the upstream: recorded as cancelled, moves nothing,
+     * and finishes at once with `HOLDOFF_VERDICT_RETHROW`.
+     */
+    HOLDOFF_ATTEMPTED_BUG = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_attempted holdoff_attempted;
+#else
+typedef uint32_t holdoff_attempted;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * How a call ended, and what the caller surfaces.
+ */
+enum holdoff_verdict
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Return the last attempt's value or response (a success, or a final answer returned).
+     */
+    HOLDOFF_VERDICT_RETURN = 0,
+    /**
+     * Report the last attempt's own error, unchanged: a final answer raised as an error
+     * (`reason` `NOT_RETRYABLE`), a programming error, or an error classified as a success.
+     */
+    HOLDOFF_VERDICT_RETHROW = 1,
+    /**
+     * The breaker refused (a first attempt, or a retry it stays open past what is left of the
+     * budget or the total timeout): an "upstream unavailable" error with `retry_after_ns`
+     * (none while forced open).
+     */
+    HOLDOFF_VERDICT_BREAKER_OPEN = 2,
+    /**
+     * Gave up for `reason` (retries or budget spent, quota empty, total timeout, Retry-After
+     * above the cap): an "upstream unavailable" error with the last attempt's error or result
+     * attached.
+     */
+    HOLDOFF_VERDICT_GIVE_UP = 3,
+    /**
+     * The caller's own cancellation: propagate it.
+     */
+    HOLDOFF_VERDICT_CANCELLED = 4,
+    /**
+     * The operation handed over a value that is not an HTTP status (outside 0..=999): an
+     * invalid-input error naming `status`. The attempt was recorded as cancelled.
+     */
+    HOLDOFF_VERDICT_INVALID_INPUT = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_verdict holdoff_verdict;
+#else
+typedef uint32_t holdoff_verdict;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A circuit breaker for one upstream (DESIGN §3). Thread-safe: share one handle between every
  * thread that calls the upstream. While closed, `holdoff_breaker_allow` and recording a success
  * take no lock and read no clock. Free with `holdoff_breaker_free`.
@@ -627,6 +784,15 @@ typedef struct holdoff_clock holdoff_clock;
  * `core/src/config.rs`). Immutable and thread-safe. Free with `holdoff_config_free`.
  */
 typedef struct holdoff_config holdoff_config;
+
+/**
+ * The retry loop of one logical call under a policy: a state machine the caller drives with
+ * `holdoff_execution_next_step`, `holdoff_execution_complete` (or `_complete_response`) and
+ * `holdoff_execution_cancel`. It keeps its policy alive. One caller drives it: calls on one
+ * handle are serialised by a lock, but steps out of order are refused. Free with
+ * `holdoff_execution_free` (during an attempt, that records the attempt as cancelled).
+ */
+typedef struct holdoff_execution holdoff_execution;
 
 /**
  * Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
@@ -1053,23 +1219,128 @@ typedef struct holdoff_episode {
 } holdoff_episode;
 
 /**
- * A parsed delay hint.
+ * The time limits of an execution. Fill it with `holdoff_execution_options_init`, or
+ * zero-initialise it and set `struct_size`: both give the core's defaults (no attempt timeout,
+ * `HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS` in total). To set a limit, set its kind to
+ * `HOLDOFF_LIMIT_SET` and its `_ns` field; `HOLDOFF_LIMIT_NONE` removes it.
  */
-typedef struct holdoff_retry_after {
+typedef struct holdoff_execution_options {
     /**
-     * The delay, ns (when `unusable` is `HOLDOFF_UNUSABLE_NONE`); may be 0 ("now").
+     * `sizeof(holdoff_execution_options)`; a mismatch is `HOLDOFF_STATUS_ABI_MISMATCH`.
+     */
+    size_t struct_size;
+    /**
+     * Longest one attempt may take, ns (> 0), when `attempt_timeout` is `HOLDOFF_LIMIT_SET`;
+     * otherwise 0.
+     */
+    uint64_t attempt_timeout_ns;
+    /**
+     * Longest the whole call may take, waits included, ns (> 0), when `total_timeout` is
+     * `HOLDOFF_LIMIT_SET`; otherwise 0.
+     */
+    uint64_t total_timeout_ns;
+    /**
+     * The `holdoff_limit` of `attempt_timeout_ns`. Default (0): no attempt timeout.
+     */
+    uint32_t attempt_timeout;
+    /**
+     * The `holdoff_limit` of `total_timeout_ns`. Default (0): 60 s.
+     */
+    uint32_t total_timeout;
+} holdoff_execution_options;
+
+/**
+ * One step of an execution: what to do next, or how the call ended. Fields that a kind does not
+ * use are 0.
+ */
+typedef struct holdoff_step {
+    /**
+     * `ATTEMPT`: how long the attempt may take, ns (the smaller of the attempt timeout and what
+     * is left of the total timeout), when `has_time_limit`. Enforce it with your timer and
+     * report an expiry as `HOLDOFF_ATTEMPTED_RAISED` + `HOLDOFF_OUTCOME_TIMEOUT`.
+     */
+    uint64_t time_limit_ns;
+    /**
+     * `WAIT`: how long to sleep, ns (never shorter than the server asked, up to the cap).
      */
     uint64_t delay_ns;
     /**
-     * `HOLDOFF_UNUSABLE_NONE` if usable, else why not (a `holdoff_unusable`).
+     * `WAIT`, and `FINISH` with `GIVE_UP`: the server's own delay before the cap, ns, when
+     * `has_server_delay`.
      */
-    uint32_t unusable;
+    uint64_t server_delay_ns;
     /**
-     * The `holdoff_hint_source` it came from (`holdoff_hint_from_headers` only; `RETRY_AFTER`
-     * for `holdoff_parse_retry_after`).
+     * `FINISH` with `BREAKER_OPEN` or `GIVE_UP`: when trying again could help, ns, when
+     * `has_retry_after` (the breaker's time to its next probe; the server's delay for a
+     * rate-limit give-up; for a total timeout the open breaker's wait, else the server's
+     * capped delay).
+     */
+    uint64_t retry_after_ns;
+    /**
+     * The delay of `last_outcome` when it is `HOLDOFF_OUTCOME_RETRY_LATER`, ns.
+     */
+    uint64_t last_retry_later_ns;
+    /**
+     * The `holdoff_step_kind`.
+     */
+    uint32_t kind;
+    /**
+     * Attempts admitted so far; for `ATTEMPT`, this attempt's number (1 for the first).
+     */
+    uint32_t attempts;
+    /**
+     * `WAIT`: the `holdoff_wait_source` of the delay.
      */
     uint32_t source;
-} holdoff_retry_after;
+    /**
+     * `FINISH`: the `holdoff_verdict`.
+     */
+    uint32_t verdict;
+    /**
+     * `FINISH`: the `holdoff_give_up_reason`, when `has_reason` (`GIVE_UP` always;
+     * `RETHROW` of a final answer: `NOT_RETRYABLE`).
+     */
+    uint32_t reason;
+    /**
+     * The `holdoff_outcome` the last completed attempt was recorded as, when
+     * `has_last_outcome` (what an "after attempt" hook shows; a programming error, a
+     * cancelled attempt and a value that is not a status are `CANCELLED`).
+     */
+    uint32_t last_outcome;
+    /**
+     * `ATTEMPT`: 1 if the attempt is a probe of an open breaker.
+     */
+    uint8_t probe;
+    /**
+     * `WAIT`, and `FINISH` with `GIVE_UP`: 1 if the server's delay was above the budget's
+     * cap (a wait then waits the cap).
+     */
+    uint8_t capped;
+    /**
+     * 1 if `time_limit_ns` is set (0: the attempt has no limit).
+     */
+    uint8_t has_time_limit;
+    /**
+     * 1 if `server_delay_ns` is set.
+     */
+    uint8_t has_server_delay;
+    /**
+     * 1 if `retry_after_ns` is set.
+     */
+    uint8_t has_retry_after;
+    /**
+     * 1 if `reason` is set.
+     */
+    uint8_t has_reason;
+    /**
+     * 1 if `last_outcome` is set (an attempt was completed).
+     */
+    uint8_t has_last_outcome;
+    /**
+     * Reserved, 0 (the struct has no padding: every byte is written).
+     */
+    uint8_t reserved;
+} holdoff_step;
 
 /**
  * One HTTP header field. Names compare case-insensitively. Text need not be NUL-terminated;
@@ -1093,6 +1364,25 @@ typedef struct holdoff_header {
      */
     size_t value_len;
 } holdoff_header;
+
+/**
+ * A parsed delay hint.
+ */
+typedef struct holdoff_retry_after {
+    /**
+     * The delay, ns (when `unusable` is `HOLDOFF_UNUSABLE_NONE`); may be 0 ("now").
+     */
+    uint64_t delay_ns;
+    /**
+     * `HOLDOFF_UNUSABLE_NONE` if usable, else why not (a `holdoff_unusable`).
+     */
+    uint32_t unusable;
+    /**
+     * The `holdoff_hint_source` it came from (`holdoff_hint_from_headers` only; `RETRY_AFTER`
+     * for `holdoff_parse_retry_after`).
+     */
+    uint32_t source;
+} holdoff_retry_after;
 
 /**
  * Configuration of a classifier. Fill it with `holdoff_classifier_options_init`. The status
@@ -1715,7 +2005,8 @@ holdoff_status holdoff_clock_advance(const struct holdoff_clock *clock, uint64_t
  *
  * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` with `holdoff_last_error_field` naming the first
  * invalid field as the conformance suite does (`breaker.open_interval.initial` for a NaN or
- * negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000; `config` for
+ * negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000,
+ * `execute.total_timeout` for a `total_timeout_ms` of 0; `config` for
  * JSON that does not parse or has an unknown key);
  * `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
@@ -1807,6 +2098,154 @@ holdoff_status holdoff_config_new_quota(const struct holdoff_config *config,
  */
 holdoff_status holdoff_config_new_classifier(const struct holdoff_config *config,
                                              struct holdoff_classifier **out);
+
+/**
+ * Writes the time limits of the configuration's `execute` part (`attempt_timeout_ms`,
+ * `total_timeout_ms`; `null` is no limit; the core's defaults when absent) to `*out_options`,
+ * for `holdoff_execution_new`. Both limits are written explicitly (`HOLDOFF_LIMIT_SET` or
+ * `HOLDOFF_LIMIT_NONE`).
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field for a limit longer than
+ * `uint64_t` nanoseconds hold (about 584 years); `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `config` must be NULL or a live handle; `out_options` NULL or valid for a write of
+ * `holdoff_execution_options`.
+ */
+holdoff_status holdoff_config_execution_options(const struct holdoff_config *config,
+                                                struct holdoff_execution_options *out_options);
+
+/**
+ * Fills `*options` with the core's defaults (no attempt timeout, 60 s in total: both limits
+ * `HOLDOFF_LIMIT_DEFAULT`, their `_ns` fields 0) and sets `struct_size`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `options` must be NULL or valid for a write of `holdoff_execution_options`.
+ */
+holdoff_status holdoff_execution_options_init(struct holdoff_execution_options *options);
+
+/**
+ * Starts a logical call under `policy` (kept alive by the execution) with the time limits of
+ * `options` (NULL: the defaults). Nothing happens until `holdoff_execution_next_step`; the
+ * total timeout runs from that first step.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming `execute.attempt_timeout` or
+ * `execute.total_timeout` (a zero `_ns` with `HOLDOFF_LIMIT_SET`, a non-zero one without it,
+ * an unknown `holdoff_limit`); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `policy` must be NULL or a live policy handle; `options` NULL or readable; `out` NULL or
+ * valid for writing a pointer. On success the caller owns `*out` and frees it once with
+ * `holdoff_execution_free`.
+ */
+holdoff_status holdoff_execution_new(const struct holdoff_policy *policy,
+                                     const struct holdoff_execution_options *options,
+                                     struct holdoff_execution **out);
+
+/**
+ * Releases an execution. NULL does nothing. During an attempt, the attempt is recorded as
+ * cancelled first (a probe frees its slot at once; its window stays spent), or as a timeout if
+ * its time limit has passed.
+ *
+ * # Safety
+ * `execution` must be NULL or a live execution handle, not used again afterwards and not in
+ * use by another thread.
+ */
+holdoff_status holdoff_execution_free(struct holdoff_execution *execution);
+
+/**
+ * Starts the call, or the next attempt after a wait: writes an `ATTEMPT` (the breaker admitted
+ * it), a `WAIT` (for an open breaker) or a `FINISH` step to `*out`. Once finished, it writes
+ * the same `FINISH` step again. Reads the clock at most once.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `execution` while an attempt is in progress
+ * (complete it first); `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `execution` must be NULL or a live execution handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_execution_next_step(const struct holdoff_execution *execution,
+                                           struct holdoff_step *out);
+
+/**
+ * Reports what the attempt in progress came to (`holdoff_attempted`; for `RETURNED` and
+ * `RAISED`, its `holdoff_outcome` and, for `RETRY_LATER`, the delay in ns) and writes the next
+ * step, a `WAIT` or a `FINISH`, to `*out`. Records it on the breaker, asks the budget and the
+ * quota. Reads the clock at most once.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `execution` when no attempt is in progress,
+ * `attempted` or `outcome` for an unknown code (the attempt then stays in progress);
+ * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `execution` must be NULL or a live execution handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_execution_complete(const struct holdoff_execution *execution,
+                                          uint32_t attempted,
+                                          uint32_t outcome,
+                                          uint64_t retry_later_ns,
+                                          struct holdoff_step *out);
+
+/**
+ * Reports the attempt in progress as an HTTP response: the policy's classifier reads
+ * (`status`, headers) at this one clock reading (Retry-After and the other delay headers
+ * included); writes the next step to `*out`. `status` is whatever integer the client gave:
+ * one outside 0..=999 finishes with `HOLDOFF_VERDICT_INVALID_INPUT` (the status is
+ * `HOLDOFF_STATUS_OK`; the attempt is recorded as cancelled).
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `execution` when no attempt is in progress;
+ * `HOLDOFF_STATUS_NULL_PARAMETER` (`headers` may be NULL only if `n_headers` is 0).
+ *
+ * # Safety
+ * `execution` must be NULL or a live execution handle; `headers` valid for reading
+ * `n_headers` headers; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_execution_complete_response(const struct holdoff_execution *execution,
+                                                   int64_t status,
+                                                   const struct holdoff_header *headers,
+                                                   size_t n_headers,
+                                                   struct holdoff_step *out);
+
+/**
+ * The caller cancelled: finishes the call with `HOLDOFF_VERDICT_CANCELLED` and writes that
+ * `FINISH` step to `*out`. Call it when the caller cancels during a wait (or before the first
+ * step); during an attempt it records the attempt as cancelled, as `holdoff_execution_complete`
+ * with `HOLDOFF_ATTEMPTED_CANCELLED` does (which may finish otherwise: a cancellation at the
+ * attempt's time limit is a timeout). Once finished, it writes the verdict unchanged.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `execution` must be NULL or a live execution handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_execution_cancel(const struct holdoff_execution *execution,
+                                        struct holdoff_step *out);
+
+/**
+ * The stable name of a `holdoff_verdict` (`return`, `rethrow`, `breaker_open`, `give_up`,
+ * `cancelled`, `invalid_input`; the core's names); NULL for an unknown value. Static string.
+ */
+const char *holdoff_verdict_name(uint32_t verdict);
+
+/**
+ * The name of a `holdoff_step_kind` (`attempt`, `wait`, `finish`); NULL for an unknown value.
+ * Static string.
+ */
+const char *holdoff_step_kind_name(uint32_t kind);
+
+/**
+ * The name of a `holdoff_attempted` (`returned`, `raised`, `cancelled`, `bug`); NULL for an
+ * unknown value. Static string.
+ */
+const char *holdoff_attempted_name(uint32_t attempted);
+
+/**
+ * The name of a `holdoff_limit` (`default`, `none`, `set`); NULL for an unknown value. Static
+ * string.
+ */
+const char *holdoff_limit_name(uint32_t limit);
 
 /**
  * Handles alive now (created and not yet freed), counting every type, in every build.

@@ -350,3 +350,95 @@ fn group_keys_and_counts_through_the_abi() {
         assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
     }
 }
+
+/// An execution driven through the ABI: a failed attempt waits the backoff, a zero time limit
+/// is refused naming its field, and an execution freed during a probe gives the probe back at
+/// once (the quarantine of debug builds must not hold it).
+#[test]
+fn an_execution_through_the_abi() {
+    use crate::budget::*;
+    use crate::execution::*;
+    use crate::policy::*;
+    let clock = manual_clock();
+    let b = breaker(clock);
+    let mut bo = MaybeUninit::<holdoff_budget_options>::uninit();
+    // SAFETY: `bo` is valid for a write; init fills every field.
+    let st = unsafe { holdoff_budget_options_init(bo.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    let (mut budget, mut policy) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: initialised options, live handles, valid out-parameters.
+    unsafe {
+        assert_eq!(
+            holdoff_budget_new(bo.as_ptr(), clock, &mut budget),
+            holdoff_status::Ok
+        );
+        let st = holdoff_policy_new(b, budget, ptr::null(), ptr::null(), &mut policy);
+        assert_eq!(st, holdoff_status::Ok);
+    }
+    let new = |options: *const holdoff_execution_options| {
+        let mut x = ptr::null_mut();
+        // SAFETY: live policy; options NULL or initialised; valid out-parameter.
+        let st = unsafe { holdoff_execution_new(policy, options, &mut x) };
+        (st, x)
+    };
+    let step = |f: &dyn Fn(*mut holdoff_step) -> holdoff_status| {
+        let mut s = MaybeUninit::<holdoff_step>::uninit();
+        assert_eq!(f(s.as_mut_ptr()), holdoff_status::Ok);
+        // SAFETY: written on success.
+        unsafe { s.assume_init() }
+    };
+
+    let mut o = MaybeUninit::<holdoff_execution_options>::uninit();
+    // SAFETY: `o` is valid for a write.
+    let st = unsafe { holdoff_execution_options_init(o.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: initialised just above.
+    let mut o = unsafe { o.assume_init() };
+    o.attempt_timeout = 2; // HOLDOFF_LIMIT_SET, with 0 ns
+    let (st, x) = new(&o);
+    assert_eq!((st, x), (holdoff_status::InvalidConfig, ptr::null_mut()));
+
+    let (st, x) = new(ptr::null());
+    assert_eq!(st, holdoff_status::Ok);
+    let first = step(&|s| {
+        // SAFETY: a live execution and a valid out-parameter.
+        unsafe { holdoff_execution_next_step(x, s) }
+    });
+    assert_eq!((first.kind, first.attempts, first.has_time_limit), (0, 1, 1));
+    assert_eq!(first.time_limit_ns, 60 * SECOND);
+    let wait = step(&|s| {
+        // SAFETY: a live execution with an attempt in progress and a valid out-parameter.
+        unsafe { holdoff_execution_complete(x, 1, OUTCOME_FAILURE, 0, s) }
+    });
+    assert_eq!((wait.kind, wait.delay_ns, wait.attempts), (1, SECOND / 2, 1));
+    assert_eq!((wait.has_last_outcome, wait.last_outcome), (1, OUTCOME_FAILURE));
+    // SAFETY: a live execution, freed once, with no attempt in progress.
+    assert_eq!(unsafe { holdoff_execution_free(x) }, holdoff_status::Ok);
+
+    // A second failure trips the breaker (threshold 2); then free an execution holding its
+    // probe.
+    let mut p = allow(b).unwrap();
+    assert_eq!(record(b, &mut p, OUTCOME_FAILURE), holdoff_status::Ok);
+    assert_eq!(snapshot(b).opens, 1);
+    // SAFETY: live manual clock.
+    let st = unsafe { holdoff_clock_advance(clock, 30 * SECOND) };
+    assert_eq!(st, holdoff_status::Ok);
+    let (_, x) = new(ptr::null());
+    let probe = step(&|s| {
+        // SAFETY: a live execution and a valid out-parameter.
+        unsafe { holdoff_execution_next_step(x, s) }
+    });
+    assert_eq!((probe.kind, probe.probe), (0, 1));
+    assert_eq!(snapshot(b).probes_in_flight, 1);
+    // SAFETY: a live execution, freed once, during its attempt.
+    assert_eq!(unsafe { holdoff_execution_free(x) }, holdoff_status::Ok);
+    assert_eq!(snapshot(b).probes_in_flight, 0);
+
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        assert_eq!(holdoff_policy_free(policy), holdoff_status::Ok);
+        assert_eq!(holdoff_budget_free(budget), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}

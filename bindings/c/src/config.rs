@@ -5,11 +5,12 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use hcore::config::HoldoffConfig;
-use hcore::{BreakerConfig, BudgetConfig, ClassifierConfig, QuotaConfig};
+use hcore::{BreakerConfig, BudgetConfig, ClassifierConfig, ExecutionConfig, QuotaConfig};
 
 use crate::breaker::{holdoff_breaker, holdoff_group, new_breaker, new_group};
 use crate::budget::{holdoff_budget, new_budget};
 use crate::clock::holdoff_clock;
+use crate::execution::holdoff_execution_options;
 use crate::handle::{handle, non_null, write, Handle};
 use crate::http::{bytes, holdoff_classifier, new_classifier};
 use crate::quota::{holdoff_quota, new_quota};
@@ -25,6 +26,9 @@ pub const HOLDOFF_CONFIG_QUOTA: u32 = 4;
 pub const HOLDOFF_CONFIG_CLASSIFIER: u32 = 8;
 /// `holdoff_config_parts` bit: the configuration has a `group` part (`max_keys`).
 pub const HOLDOFF_CONFIG_GROUP: u32 = 16;
+/// `holdoff_config_parts` bit: the configuration has an `execute` part (the time limits of
+/// `holdoff_execution_new`).
+pub const HOLDOFF_CONFIG_EXECUTE: u32 = 32;
 
 /// A parsed, validated configuration in holdoff's neutral JSON format (durations in
 /// milliseconds, `"NaN"`/`"Infinity"` spelled as strings, unknown keys refused; see
@@ -41,6 +45,9 @@ pub(crate) struct ConfigHandle {
     /// `group.max_keys`, checked (the core's default when absent).
     group_max_keys: usize,
     has_group: bool,
+    /// `execute`, checked (the core's defaults when absent).
+    execution: ExecutionConfig,
+    has_execute: bool,
 }
 
 handle!(holdoff_config => ConfigHandle, Config, "config");
@@ -59,6 +66,7 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
     let budget = spec.budget.as_ref().map(|s| s.to_config()).transpose()?;
     let quota = spec.quota.as_ref().map(|s| s.to_config()).transpose()?;
     let classifier = spec.classifier.clone().unwrap_or_default().to_config()?;
+    let execution = spec.execute.clone().unwrap_or_default().to_config()?;
     Ok(ConfigHandle {
         breaker,
         budget,
@@ -66,6 +74,8 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
         classifier: spec.classifier.is_some().then_some(classifier),
         group_max_keys,
         has_group: spec.group.is_some(),
+        execution,
+        has_execute: spec.execute.is_some(),
     })
 }
 
@@ -75,7 +85,8 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
 ///
 /// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` with `holdoff_last_error_field` naming the first
 /// invalid field as the conformance suite does (`breaker.open_interval.initial` for a NaN or
-/// negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000; `config` for
+/// negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000,
+/// `execute.total_timeout` for a `total_timeout_ms` of 0; `config` for
 /// JSON that does not parse or has an unknown key);
 /// `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
@@ -133,6 +144,7 @@ pub unsafe extern "C" fn holdoff_config_parts(
             (c.quota.is_some(), HOLDOFF_CONFIG_QUOTA),
             (c.classifier.is_some(), HOLDOFF_CONFIG_CLASSIFIER),
             (c.has_group, HOLDOFF_CONFIG_GROUP),
+            (c.has_execute, HOLDOFF_CONFIG_EXECUTE),
         ] {
             if present {
                 parts |= bit;
@@ -256,5 +268,32 @@ pub unsafe extern "C" fn holdoff_config_new_classifier(
         non_null(out, "out")?;
         // SAFETY: `out` checked non-NULL; valid by contract.
         unsafe { new_classifier(c.classifier.clone().unwrap_or_default(), out) }
+    })
+}
+
+/// Writes the time limits of the configuration's `execute` part (`attempt_timeout_ms`,
+/// `total_timeout_ms`; `null` is no limit; the core's defaults when absent) to `*out_options`,
+/// for `holdoff_execution_new`. Both limits are written explicitly (`HOLDOFF_LIMIT_SET` or
+/// `HOLDOFF_LIMIT_NONE`).
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field for a limit longer than
+/// `uint64_t` nanoseconds hold (about 584 years); `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `config` must be NULL or a live handle; `out_options` NULL or valid for a write of
+/// `holdoff_execution_options`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_config_execution_options(
+    config: *const holdoff_config,
+    out_options: *mut holdoff_execution_options,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { holdoff_config::borrow(config)? };
+        non_null(out_options, "out_options")?;
+        let o = holdoff_execution_options::from_config(&c.execution)?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_options, o) };
+        Ok(holdoff_status::Ok)
     })
 }

@@ -39,6 +39,7 @@ pub(crate) enum Kind {
     Classifier,
     Policy,
     PolicyCall,
+    Execution,
 }
 
 /// How many freed objects debug builds keep allocated so their addresses are not reused.

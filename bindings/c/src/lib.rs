@@ -14,6 +14,7 @@ pub mod breaker;
 pub mod budget;
 pub mod clock;
 pub mod config;
+pub mod execution;
 pub(crate) mod handle;
 pub mod http;
 pub mod policy;

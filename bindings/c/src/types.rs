@@ -222,6 +222,7 @@ macro_rules! c_enum {
         }
     };
 }
+pub(crate) use c_enum;
 
 c_enum!(holdoff_state: Closed, Open, HalfOpen, ForcedOpen, Disabled);
 c_enum!(holdoff_outcome: Success, Answer, Failure, Timeout, RetryLater, Cancelled);
@@ -489,7 +490,7 @@ pub(crate) fn outcome_to_c(o: Outcome) -> (holdoff_outcome, u64) {
 /// The core's stable name of the C code `v`, as a static C string; NULL for an unknown code.
 /// The NUL-terminated copies are made once per enum (the core's names are Rust strings) and
 /// live as long as the process.
-fn core_name<C: CEnum>(
+pub(crate) fn core_name<C: CEnum>(
     cache: &'static OnceLock<Vec<CString>>,
     v: u32,
     name: fn(C) -> &'static str,
@@ -509,7 +510,7 @@ fn core_name<C: CEnum>(
 
 /// The name of the C code `v` from a list of this binding's own (for enums the core does not
 /// name: its decisions and policy actions are data-carrying Rust enums).
-fn local_name<C: CEnum>(names: &[&'static CStr], v: u32) -> *const c_char {
+pub(crate) fn local_name<C: CEnum>(names: &[&'static CStr], v: u32) -> *const c_char {
     C::ALL
         .iter()
         .position(|c| c.code() == v)

@@ -2,8 +2,9 @@
  * holdoff C API tests: the bad-input contract (NULL, freed handles, invalid enums, NaN, zero
  * and wrong-size options, double records, foreign permits, leases given back twice or to
  * another quota, integers that are not HTTP statuses, caught panics), thread safety of a shared
- * breaker, bounded groups, and the typed options constructors the conformance runner does not
- * use. Time moves only through a manual clock. Prints `N passed, N failed`.
+ * breaker, bounded groups, the typed options constructors the conformance runner does not
+ * use, and the execution API (misuse, options, a deadline storm of 20 callers). Time moves only
+ * through a manual clock. Prints `N passed, N failed`.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
@@ -780,7 +781,29 @@ static void test_use_after_free_every_kind(void) {
     CHECK_FREED(holdoff_policy_before(policy, call, &before, &p), "Policy");
     CHECK_FREED(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "Policy");
     CHECK_FREED(holdoff_policy_free(policy), "Policy");
+    CHECK_FREED(holdoff_execution_new(policy, NULL, &(holdoff_execution *){NULL}), "Policy");
     holdoff_policy_call_free(call);
+
+    /* An execution, freed during its attempt (which gives the attempt back) and then used. */
+    b = breaker(clock);
+    CHECK_STATUS(holdoff_budget_new(&bgo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
+    holdoff_execution *x = NULL;
+    holdoff_step step;
+    CHECK_STATUS(holdoff_execution_new(policy, NULL, &x), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_next_step(x, &step), HOLDOFF_STATUS_OK);
+    holdoff_execution_free(x);
+    CHECK_FREED(holdoff_execution_next_step(x, &step), "Execution");
+    CHECK_FREED(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RETURNED, HOLDOFF_OUTCOME_SUCCESS, 0, &step),
+                "Execution");
+    CHECK_FREED(holdoff_execution_complete_response(x, 200, NULL, 0, &step), "Execution");
+    CHECK_FREED(holdoff_execution_cancel(x, &step), "Execution");
+    CHECK_FREED(holdoff_execution_free(x), "Execution");
+    CHECK_STATUS(holdoff_execution_next_step((holdoff_execution *)(void *)policy, &step),
+                 HOLDOFF_STATUS_INVALID_HANDLE);
+    holdoff_policy_free(policy);
+    holdoff_budget_free(budget);
+    holdoff_breaker_free(b);
 
     /* Freed, then a new object of the same type: the stale handle must not reach the new one
      * (debug builds keep freed addresses out of reuse for a while). */
@@ -800,6 +823,379 @@ static void test_use_after_free_every_kind(void) {
     CHECK(strstr(holdoff_last_error_message(), "a Quota handle was passed where a Breaker handle is expected") != NULL);
     CHECK_STATUS(holdoff_policy_free((holdoff_policy *)(void *)q2), HOLDOFF_STATUS_INVALID_HANDLE);
     holdoff_quota_free(q2);
+    holdoff_clock_free(clock);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* holdoff_execution: the retry loop of one call                                               */
+
+/* A policy on `clock`: trips after `threshold` failures, stays open a constant `open_ns`, and
+ * allows `max_retries` counted retries. Its breaker is written to `*out_breaker` unless that is
+ * NULL (the caller then frees it too). */
+static holdoff_policy *exec_policy(holdoff_clock *clock, uint32_t threshold, uint64_t open_ns, uint32_t max_retries,
+                                   holdoff_breaker **out_breaker) {
+    holdoff_breaker_options o;
+    holdoff_breaker_options_init(&o);
+    o.trip_threshold = threshold;
+    o.open_initial_ns = open_ns;
+    o.open_multiplier = 1.0;
+    holdoff_budget_options bo;
+    holdoff_budget_options_init(&bo);
+    bo.max_retries = max_retries;
+    holdoff_breaker *b = NULL;
+    holdoff_budget *budget = NULL;
+    holdoff_policy *p = NULL;
+    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &p), HOLDOFF_STATUS_OK);
+    if (out_breaker)
+        *out_breaker = b;
+    else
+        holdoff_breaker_free(b);
+    holdoff_budget_free(budget);
+    return p;
+}
+
+static holdoff_execution *execution(holdoff_policy *p, const holdoff_execution_options *o) {
+    holdoff_execution *x = NULL;
+    CHECK_STATUS(holdoff_execution_new(p, o, &x), HOLDOFF_STATUS_OK);
+    return x;
+}
+
+/* A step no call writes: an error must leave it so. */
+static holdoff_step untouched_step(void) {
+    holdoff_step s;
+    memset(&s, 0xAB, sizeof s);
+    return s;
+}
+
+static int same_step(const holdoff_step *a, const holdoff_step *b) { return memcmp(a, b, sizeof *a) == 0; }
+
+static void test_execution_bad_input(void) {
+    holdoff_clock *clock = manual();
+    holdoff_policy *p = exec_policy(clock, 5, 60 * SEC, 10, NULL);
+    const holdoff_step sentinel = untouched_step();
+    holdoff_step s = sentinel;
+    holdoff_execution_options o;
+    holdoff_execution *x = (holdoff_execution *)0x1;
+
+    /* NULLs: the status names the parameter and writes nothing. */
+    CHECK_STATUS(holdoff_execution_options_init(NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_execution_new(NULL, NULL, &x), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "policy") == 0);
+    CHECK_STATUS(holdoff_execution_new(p, NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "out") == 0 && x == (holdoff_execution *)0x1);
+    CHECK_STATUS(holdoff_execution_next_step(NULL, &s), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "execution") == 0);
+    CHECK_STATUS(holdoff_execution_complete(NULL, HOLDOFF_ATTEMPTED_RETURNED, HOLDOFF_OUTCOME_SUCCESS, 0, &s),
+                 HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_execution_complete_response(NULL, 200, NULL, 0, &s), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_execution_cancel(NULL, &s), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_execution_free(NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_config_execution_options(NULL, &o), HOLDOFF_STATUS_NULL_PARAMETER);
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "out") == 0);
+    CHECK_STATUS(holdoff_execution_cancel(x, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(same_step(&s, &sentinel));
+
+    /* Steps out of order: an error naming `execution`, the state unchanged. */
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RETURNED, HOLDOFF_OUTCOME_SUCCESS, 0, &s),
+                 HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "execution") == 0 && same_step(&s, &sentinel));
+    CHECK_STATUS(holdoff_execution_complete_response(x, 200, NULL, 0, &s), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "execution") == 0);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_ATTEMPT && s.attempts == 1 && s.probe == 0 && s.has_last_outcome == 0);
+    /* The default total timeout bounds the attempt; there is no attempt timeout. */
+    CHECK(s.has_time_limit == 1 && s.time_limit_ns == HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS);
+    holdoff_step before = s;
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "execution") == 0 && same_step(&s, &before));
+    /* Unknown codes are refused and the attempt stays in progress. */
+    CHECK_STATUS(holdoff_execution_complete(x, 4, HOLDOFF_OUTCOME_SUCCESS, 0, &s), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "attempted") == 0);
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RAISED, 6, 0, &s), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "outcome") == 0);
+    CHECK_STATUS(holdoff_execution_complete_response(x, 200, NULL, 2, &s), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "headers") == 0 && same_step(&s, &before));
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RETURNED, HOLDOFF_OUTCOME_SUCCESS, 0, &s),
+                 HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_RETURN && s.attempts == 1);
+    CHECK(s.has_last_outcome && s.last_outcome == HOLDOFF_OUTCOME_SUCCESS && s.has_reason == 0);
+    /* Finished: next_step and cancel give the verdict again, complete is out of order. */
+    before = s;
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(same_step(&s, &before));
+    CHECK_STATUS(holdoff_execution_cancel(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(same_step(&s, &before));
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_BUG, HOLDOFF_OUTCOME_SUCCESS, 0, &s),
+                 HOLDOFF_STATUS_INVALID_INPUT);
+    holdoff_execution_free(x);
+
+    /* Options: zero-initialised with its size are the defaults, as is _init. */
+    holdoff_execution_options zero;
+    memset(&zero, 0, sizeof zero);
+    zero.struct_size = sizeof zero;
+    CHECK_STATUS(holdoff_execution_options_init(&o), HOLDOFF_STATUS_OK);
+    CHECK(memcmp(&o, &zero, sizeof o) == 0 && o.total_timeout == HOLDOFF_LIMIT_DEFAULT);
+    /* A zero limit is refused naming the field as the core does; so is a duration given
+     * without HOLDOFF_LIMIT_SET (it would be ignored) and an unknown kind. */
+    x = NULL;
+    o.attempt_timeout = HOLDOFF_LIMIT_SET;
+    CHECK_STATUS(holdoff_execution_new(p, &o, &x), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "execute.attempt_timeout") == 0 && x == NULL);
+    CHECK(strstr(holdoff_last_error_message(), "greater than 0") != NULL);
+    holdoff_execution_options_init(&o);
+    o.total_timeout = HOLDOFF_LIMIT_SET;
+    CHECK_STATUS(holdoff_execution_new(p, &o, &x), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "execute.total_timeout") == 0);
+    holdoff_execution_options_init(&o);
+    o.attempt_timeout_ns = 100 * MS;
+    CHECK_STATUS(holdoff_execution_new(p, &o, &x), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "execute.attempt_timeout") == 0);
+    holdoff_execution_options_init(&o);
+    o.total_timeout = HOLDOFF_LIMIT_SET + 1;
+    CHECK_STATUS(holdoff_execution_new(p, &o, &x), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "execute.total_timeout") == 0);
+    holdoff_execution_options_init(&o);
+    o.struct_size = sizeof o - 8;
+    CHECK_STATUS(holdoff_execution_new(p, &o, &x), HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK(strcmp(holdoff_last_error_field(), "options.struct_size") == 0 && x == NULL);
+    /* No total limit: an attempt without a limit; an attempt timeout alone bounds it. */
+    holdoff_execution_options_init(&o);
+    o.total_timeout = HOLDOFF_LIMIT_NONE;
+    x = execution(p, &o);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_ATTEMPT && s.has_time_limit == 0 && s.time_limit_ns == 0);
+    holdoff_execution_free(x);
+    o.attempt_timeout = HOLDOFF_LIMIT_SET;
+    o.attempt_timeout_ns = 250 * MS;
+    x = execution(p, &o);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.has_time_limit == 1 && s.time_limit_ns == 250 * MS);
+    holdoff_execution_free(x);
+
+    /* The neutral JSON configuration's `execute` part, both limits explicit. */
+    const char *json = "{\"execute\": {\"attempt_timeout_ms\": 1500, \"total_timeout_ms\": null}}";
+    holdoff_config *cfg = NULL;
+    uint32_t parts = 0;
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_config_parts(cfg, &parts), HOLDOFF_STATUS_OK);
+    CHECK(parts == HOLDOFF_CONFIG_EXECUTE);
+    CHECK_STATUS(holdoff_config_execution_options(cfg, &o), HOLDOFF_STATUS_OK);
+    CHECK(o.attempt_timeout == HOLDOFF_LIMIT_SET && o.attempt_timeout_ns == 1500 * MS);
+    CHECK(o.total_timeout == HOLDOFF_LIMIT_NONE && o.total_timeout_ns == 0);
+    holdoff_config_free(cfg);
+    const char *zero_json = "{\"execute\": {\"total_timeout_ms\": 0}}";
+    CHECK_STATUS(holdoff_config_parse(zero_json, strlen(zero_json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(strcmp(holdoff_last_error_field(), "execute.total_timeout") == 0);
+    holdoff_policy_free(p);
+    holdoff_clock_free(clock);
+}
+
+/* What a C caller sees through a call: waits with their source and the server's delay, a
+ * value that is not a status, a final answer raised, a programming error, a cancellation in a
+ * wait and one at the attempt's time limit, and an execution freed while it holds a probe. */
+static void test_execution_loop(void) {
+    holdoff_clock *clock = manual();
+    holdoff_policy *p = exec_policy(clock, 1, 10 * SEC, 10, NULL);
+    holdoff_breaker *b = NULL;
+    holdoff_snapshot snap;
+    holdoff_step s;
+    CHECK(strcmp(holdoff_verdict_name(HOLDOFF_VERDICT_BREAKER_OPEN), "breaker_open") == 0);
+    CHECK(strcmp(holdoff_verdict_name(HOLDOFF_VERDICT_INVALID_INPUT), "invalid_input") == 0);
+    CHECK(holdoff_verdict_name(HOLDOFF_VERDICT_INVALID_INPUT + 1) == NULL);
+    CHECK(strcmp(holdoff_step_kind_name(HOLDOFF_STEP_KIND_WAIT), "wait") == 0);
+    CHECK(strcmp(holdoff_attempted_name(HOLDOFF_ATTEMPTED_BUG), "bug") == 0);
+    CHECK(strcmp(holdoff_limit_name(HOLDOFF_LIMIT_NONE), "none") == 0);
+    CHECK(strcmp(holdoff_give_up_reason_name(HOLDOFF_GIVE_UP_REASON_TOTAL_TIMEOUT), "total_timeout") == 0);
+
+    /* A 429 with Retry-After: the breaker opens for its delay; the wait honours it, and the
+     * execution keeps its policy alive after the caller freed it. */
+    holdoff_execution *x = execution(p, NULL);
+    holdoff_policy_free(p);
+    const char *ra = "Retry-After", *two = "2";
+    holdoff_header h = {ra, strlen(ra), two, strlen(two)};
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_complete_response(x, 429, &h, 1, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_WAIT && s.delay_ns == 2 * SEC && s.source == HOLDOFF_WAIT_SOURCE_RETRY_AFTER);
+    CHECK(s.has_server_delay && s.server_delay_ns == 2 * SEC && s.capped == 0 && s.attempts == 1);
+    CHECK(s.has_last_outcome && s.last_outcome == HOLDOFF_OUTCOME_RETRY_LATER && s.last_retry_later_ns == 2 * SEC);
+    CHECK_STATUS(holdoff_clock_advance(clock, s.delay_ns), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_ATTEMPT && s.attempts == 2 && s.probe == 1);
+    /* A value that is not a status: the verdict says so (not an error status), the probe is
+     * given back at once. */
+    CHECK_STATUS(holdoff_execution_complete_response(x, 70000, NULL, 0, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_INVALID_INPUT && s.attempts == 2);
+    CHECK(s.last_outcome == HOLDOFF_OUTCOME_CANCELLED);
+    holdoff_execution_free(x);
+
+    /* A second policy, whose breaker the test watches. */
+    p = exec_policy(clock, 1, 10 * SEC, 10, &b);
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RAISED, HOLDOFF_OUTCOME_ANSWER, 0, &s),
+                 HOLDOFF_STATUS_OK);
+    CHECK(s.verdict == HOLDOFF_VERDICT_RETHROW && s.has_reason && s.reason == HOLDOFF_GIVE_UP_REASON_NOT_RETRYABLE);
+    holdoff_execution_free(x);
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_BUG, HOLDOFF_OUTCOME_SUCCESS, 0, &s),
+                 HOLDOFF_STATUS_OK);
+    CHECK(s.verdict == HOLDOFF_VERDICT_RETHROW && s.has_reason == 0 && s.last_outcome == HOLDOFF_OUTCOME_CANCELLED);
+    holdoff_execution_free(x);
+    /* A transport error trips the breaker (threshold 1); the retry waits for it, and the
+     * caller cancels during that wait. */
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RAISED, HOLDOFF_OUTCOME_FAILURE, 0, &s),
+                 HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_WAIT && s.source == HOLDOFF_WAIT_SOURCE_BREAKER && s.delay_ns == 10 * SEC);
+    CHECK_STATUS(holdoff_execution_cancel(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_CANCELLED && s.attempts == 1);
+    holdoff_execution_free(x);
+    /* A first attempt is refused at once while open. */
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_BREAKER_OPEN && s.attempts == 0);
+    CHECK(s.has_retry_after && s.retry_after_ns == 10 * SEC && s.has_reason == 0);
+    holdoff_execution_free(x);
+    /* The probe, with an attempt timeout: cancelled exactly at its time limit, it is a timeout
+     * (the breaker re-opens); the retry would wait for the breaker, so the call ends cancelled. */
+    holdoff_execution_options o;
+    holdoff_execution_options_init(&o);
+    o.attempt_timeout = HOLDOFF_LIMIT_SET;
+    o.attempt_timeout_ns = 100 * MS;
+    CHECK_STATUS(holdoff_clock_advance(clock, 10 * SEC), HOLDOFF_STATUS_OK);
+    x = execution(p, &o);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_ATTEMPT && s.probe == 1 && s.time_limit_ns == 100 * MS);
+    CHECK_STATUS(holdoff_clock_advance(clock, s.time_limit_ns), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_cancel(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_CANCELLED);
+    CHECK(s.has_last_outcome && s.last_outcome == HOLDOFF_OUTCOME_TIMEOUT);
+    CHECK_STATUS(holdoff_breaker_snapshot(b, &snap), HOLDOFF_STATUS_OK);
+    CHECK(snap.state == HOLDOFF_STATE_OPEN && snap.probes_in_flight == 0 && snap.retry_after_ns == 10 * SEC);
+    holdoff_execution_free(x);
+    /* Freed while it holds a probe: the slot is free at once; the window stays spent. */
+    CHECK_STATUS(holdoff_clock_advance(clock, 10 * SEC), HOLDOFF_STATUS_OK);
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_ATTEMPT && s.probe == 1);
+    CHECK_STATUS(holdoff_breaker_snapshot(b, &snap), HOLDOFF_STATUS_OK);
+    CHECK(snap.probes_in_flight == 1);
+    CHECK_STATUS(holdoff_execution_free(x), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_snapshot(b, &snap), HOLDOFF_STATUS_OK);
+    CHECK(snap.probes_in_flight == 0 && snap.state == HOLDOFF_STATE_HALF_OPEN && snap.recoveries == 0);
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_BREAKER_OPEN);
+    CHECK(s.has_retry_after && s.retry_after_ns == 10 * SEC);
+    holdoff_execution_free(x);
+    holdoff_breaker_free(b);
+    holdoff_policy_free(p);
+    holdoff_clock_free(clock);
+}
+
+/*
+ * A deadline storm, on the manual clock. The upstream refuses the first connection (it fell
+ * over), then accepts every connection and never answers (it hangs). Twenty callers share one
+ * policy (trip after 1 failure, a constant 1 s open interval, no retries); caller i starts a
+ * call at i * 5 ms and then every 100 ms until 6 s (1201 calls), each attempt bounded by a
+ * 100 ms attempt timeout. A C caller's attempt that hangs ends when its
+ * time limit passes: half are reported as a timeout, half by cancelling at the limit (which
+ * the library records as a timeout too).
+ *
+ * A deadline is a failure, so the breaker opens and each hanging probe re-opens it for another
+ * interval from its deadline: the upstream sees the tripping request at 0 and one probe per
+ * interval at 1000, 2100, 3200, 4300 and 5400 ms, 6 requests (at most the 7 a 1 s interval
+ * allows in 6 s), and the breaker ends open. Were a deadline recorded as a cancellation, the
+ * breaker would stay half-open and probe every second (1000, 2000, ..., 6000).
+ */
+#define STORM_CALLERS 20
+static void test_execution_deadline_storm(void) {
+    holdoff_clock *clock = manual();
+    holdoff_breaker *b = NULL;
+    holdoff_policy *p = exec_policy(clock, 1, 1 * SEC, 0, &b);
+    holdoff_execution_options o;
+    holdoff_execution_options_init(&o);
+    o.attempt_timeout = HOLDOFF_LIMIT_SET;
+    o.attempt_timeout_ns = 100 * MS;
+    struct {
+        holdoff_execution *x;
+        uint64_t deadline;
+    } callers[STORM_CALLERS] = {{NULL, 0}};
+    uint64_t requests[16];
+    int n_requests = 0, calls = 0, refused = 0, gave_up = 0, timeouts = 0, other = 0, max_in_flight = 0;
+    holdoff_step s;
+    for (uint64_t t = 0; t <= 6100 * MS; t += 5 * MS) {
+        CHECK_STATUS(holdoff_clock_set(clock, t), HOLDOFF_STATUS_OK);
+        /* Attempts whose time limit has passed end first (the callers' timers fire). */
+        int in_flight = 0;
+        for (int i = 0; i < STORM_CALLERS; i++) {
+            if (!callers[i].x || callers[i].deadline > t) {
+                in_flight += callers[i].x != NULL;
+                continue;
+            }
+            holdoff_status st = (n_requests % 2 == 0)
+                                    ? holdoff_execution_complete(callers[i].x, HOLDOFF_ATTEMPTED_RAISED,
+                                                                 HOLDOFF_OUTCOME_TIMEOUT, 0, &s)
+                                    : holdoff_execution_cancel(callers[i].x, &s);
+            CHECK_STATUS(st, HOLDOFF_STATUS_OK);
+            timeouts += s.has_last_outcome && s.last_outcome == HOLDOFF_OUTCOME_TIMEOUT;
+            if (s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_GIVE_UP &&
+                s.reason == HOLDOFF_GIVE_UP_REASON_ATTEMPTS_EXHAUSTED)
+                gave_up++;
+            else
+                other++;
+            holdoff_execution_free(callers[i].x);
+            callers[i].x = NULL;
+        }
+        if (in_flight > max_in_flight) max_in_flight = in_flight;
+        if (t > 6000 * MS) continue;
+        /* Then the caller whose turn it is starts a call. */
+        int i = (int)((t / (5 * MS)) % STORM_CALLERS);
+        CHECK(callers[i].x == NULL);
+        holdoff_execution *x = execution(p, &o);
+        calls++;
+        CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+        if (s.kind == HOLDOFF_STEP_KIND_FINISH) {
+            if (s.verdict == HOLDOFF_VERDICT_BREAKER_OPEN && s.attempts == 0)
+                refused++;
+            else
+                other++;
+            holdoff_execution_free(x);
+            continue;
+        }
+        /* The request reaches the upstream. */
+        CHECK(s.kind == HOLDOFF_STEP_KIND_ATTEMPT && s.has_time_limit && s.time_limit_ns == 100 * MS);
+        if (n_requests < 16) requests[n_requests] = t / MS;
+        n_requests++;
+        if (n_requests == 1) {
+            CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RAISED, HOLDOFF_OUTCOME_FAILURE, 0, &s),
+                         HOLDOFF_STATUS_OK);
+            CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_GIVE_UP);
+            gave_up++;
+            holdoff_execution_free(x);
+            continue;
+        }
+        callers[i].x = x;
+        callers[i].deadline = t + s.time_limit_ns;
+    }
+    const uint64_t want[] = {0, 1000, 2100, 3200, 4300, 5400};
+    CHECK(n_requests == 6 && n_requests <= 7);
+    for (int i = 0; i < 6 && i < n_requests; i++) CHECK(requests[i] == want[i]);
+    CHECK(calls == 1201 && refused == calls - n_requests);
+    CHECK(gave_up == n_requests && timeouts == n_requests - 1 && other == 0);
+    CHECK(max_in_flight == 1); /* every probe hangs alone: the breaker admits one per interval */
+    holdoff_snapshot snap;
+    CHECK_STATUS(holdoff_breaker_snapshot(b, &snap), HOLDOFF_STATUS_OK);
+    CHECK(snap.state == HOLDOFF_STATE_OPEN && snap.opens == 1 && snap.closes == 0);
+    CHECK(snap.probes == 5 && snap.probes_in_flight == 0 && snap.refusals == (uint64_t)refused);
+    holdoff_breaker_free(b);
+    holdoff_policy_free(p);
     holdoff_clock_free(clock);
 }
 
@@ -895,7 +1291,21 @@ static void test_short_options(void) {
                  HOLDOFF_STATUS_ABI_MISMATCH);
     CHECK_STATUS(holdoff_classifier_new((const holdoff_classifier_options *)small, &cls),
                  HOLDOFF_STATUS_ABI_MISMATCH);
-    CHECK(b == NULL && g == NULL && budget == NULL && quota == NULL && cls == NULL);
+    holdoff_execution *x = NULL;
+    holdoff_breaker *pb = breaker(clock);
+    holdoff_budget_options bo;
+    holdoff_budget_options_init(&bo);
+    holdoff_budget *pg = NULL;
+    holdoff_policy *policy = NULL;
+    CHECK_STATUS(holdoff_budget_new(&bo, clock, &pg), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_new(pb, pg, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_new(policy, (const holdoff_execution_options *)small, &x),
+                 HOLDOFF_STATUS_ABI_MISMATCH);
+    CHECK(strcmp(holdoff_last_error_field(), "options.struct_size") == 0);
+    CHECK(b == NULL && g == NULL && budget == NULL && quota == NULL && cls == NULL && x == NULL);
+    holdoff_policy_free(policy);
+    holdoff_budget_free(pg);
+    holdoff_breaker_free(pb);
     holdoff_clock_free(clock);
     munmap(mem, (size_t)page * 2);
 }
@@ -913,6 +1323,9 @@ int main(void) {
     test_give_up_above_cap();
     test_quota();
     test_group();
+    test_execution_bad_input();
+    test_execution_loop();
+    test_execution_deadline_storm();
     test_panic_and_freed_handles();
     test_use_after_free_every_kind();
     test_threads();

@@ -550,6 +550,226 @@ static int step_events(err_t *e, ctx_t *c, const cJSON *step, const cJSON *expec
     return rc;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* execute: one logical call through holdoff_execution_*                                       */
+
+/* C has one helper flavour: the execution API itself, driven here as a C caller drives it. */
+#define EXECUTE_FLAVOUR "execution"
+
+static const char *const K_EXECUTE_ATTEMPT[] = {"at", "probe", "outcome", NULL};
+static const char *const K_EXECUTE_WAIT[] = {"delay_ms", "source", "capped", "server_delay_ms", NULL};
+static const char *const K_EXECUTE_RESULT[] = {"returns", "raises",          "reason", "attempts", "attempt",
+                                               "retry_after_ms", "server_delay_ms", "capped", "cause", NULL};
+static const char *const K_SCRIPT_ITEM[] = {"takes_ms", "returns", "response", "raises", "hits_deadline", "cancelled",
+                                            NULL};
+
+static int has_key(const char *const *known, const char *k) {
+    for (; *known; known++)
+        if (strcmp(*known, k) == 0) return 1;
+    return 0;
+}
+
+/* Runs the scripted attempt `item` that step `*s` admitted and completes it, leaving the next
+ * step in `*s`. The operation moves the manual clock by `takes_ms`; one that hangs runs until
+ * its time limit passes on the manual clock and is reported as a timeout, as a C caller's own
+ * timer would report it. */
+static int run_attempt(err_t *e, ctx_t *c, holdoff_execution *x, const cJSON *item, holdoff_step *s) {
+    const cJSON *k;
+    cJSON_ArrayForEach(k, item) {
+        if (!has_key(K_SCRIPT_ITEM, k->string)) return fail(e, "unknown script key \"%s\"", k->string);
+    }
+    uint64_t takes_ms = 0;
+    const cJSON *takes = cJSON_GetObjectItemCaseSensitive(item, "takes_ms");
+    if (takes && !json_u64(takes, &takes_ms)) return fail(e, "takes_ms must be a whole number of ms");
+    const cJSON *returns = cJSON_GetObjectItemCaseSensitive(item, "returns");
+    const cJSON *response = cJSON_GetObjectItemCaseSensitive(item, "response");
+    const cJSON *raises = cJSON_GetObjectItemCaseSensitive(item, "raises");
+    uint32_t attempted = HOLDOFF_ATTEMPTED_RAISED, kind = HOLDOFF_OUTCOME_FAILURE;
+    uint64_t later = 0;
+    holdoff_status st;
+    if (bool_of(item, "hits_deadline")) {
+        if (!s->has_time_limit) return fail(e, "attempt %u hangs but has no time limit", s->attempts);
+        if (s->time_limit_ns != takes_ms * NS_PER_MS)
+            return fail(e, "attempt %u: takes_ms %llu, but its time limit is %g ms", s->attempts,
+                        (unsigned long long)takes_ms, ms_of(s->time_limit_ns));
+        holdoff_clock_advance(c->clock, s->time_limit_ns);
+        return holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RAISED, HOLDOFF_OUTCOME_TIMEOUT, 0, s) == HOLDOFF_STATUS_OK
+                   ? 0
+                   : fail(e, "holdoff_execution_complete: %s", holdoff_last_error_message());
+    }
+    holdoff_clock_advance(c->clock, takes_ms * NS_PER_MS);
+    if (response) {
+        int64_t status;
+        holdoff_header hs[MAX_HEADERS];
+        int n = read_headers(e, response, hs);
+        if (n < 0) return -1;
+        if (!json_i64(cJSON_GetObjectItemCaseSensitive(response, "status"), &status))
+            return fail(e, "a response needs an integer status");
+        st = holdoff_execution_complete_response(x, status, hs, (size_t)n, s);
+        return st == HOLDOFF_STATUS_OK ? 0 : fail(e, "holdoff_execution_complete_response: %s", holdoff_last_error_message());
+    }
+    if (returns) {
+        attempted = HOLDOFF_ATTEMPTED_RETURNED;
+        if (parse_outcome(e, returns, &kind, &later) != 0) return -1;
+    } else if (bool_of(item, "cancelled")) {
+        attempted = HOLDOFF_ATTEMPTED_CANCELLED;
+    } else if (cJSON_IsString(raises)) {
+        const char *r = raises->valuestring;
+        if (strcmp(r, "transport") == 0)
+            kind = HOLDOFF_OUTCOME_FAILURE;
+        else if (strcmp(r, "timeout") == 0)
+            kind = HOLDOFF_OUTCOME_TIMEOUT;
+        else if (strcmp(r, "answer") == 0)
+            kind = HOLDOFF_OUTCOME_ANSWER;
+        else if (strcmp(r, "bug") == 0)
+            attempted = HOLDOFF_ATTEMPTED_BUG;
+        else
+            return fail(e, "unknown raise \"%s\"", r);
+    } else if (raises) {
+        if (parse_outcome(e, raises, &kind, &later) != 0) return -1;
+    } else {
+        return fail(e, "an attempt returns, responds, raises, hangs or is cancelled");
+    }
+    st = holdoff_execution_complete(x, attempted, kind, later, s);
+    return st == HOLDOFF_STATUS_OK ? 0 : fail(e, "holdoff_execution_complete: %s", holdoff_last_error_message());
+}
+
+/* What the caller got, as the contract's `result` (mirrors the Rust reference runner). */
+static cJSON *execute_result(const holdoff_step *s) {
+    cJSON *r = cJSON_CreateObject();
+    uint32_t n = s->attempts;
+    switch (s->verdict) {
+    case HOLDOFF_VERDICT_RETURN:
+        cJSON_AddNumberToObject(r, "returns", n);
+        return r;
+    case HOLDOFF_VERDICT_RETHROW:
+        cJSON_AddStringToObject(r, "raises", "original");
+        cJSON_AddNumberToObject(r, "attempt", n);
+        return r;
+    default:
+        break;
+    }
+    const char *name = holdoff_verdict_name(s->verdict);
+    cJSON_AddStringToObject(r, "raises", name ? name : "unknown");
+    cJSON_AddNumberToObject(r, "attempts", n);
+    if (s->verdict == HOLDOFF_VERDICT_BREAKER_OPEN || s->verdict == HOLDOFF_VERDICT_GIVE_UP) {
+        add_opt_ms(r, "retry_after_ms", s->has_retry_after, s->retry_after_ns);
+        if (n > 0)
+            cJSON_AddNumberToObject(r, "cause", n);
+        else
+            cJSON_AddNullToObject(r, "cause");
+    }
+    if (s->verdict == HOLDOFF_VERDICT_GIVE_UP) {
+        if (s->has_reason)
+            cJSON_AddStringToObject(r, "reason", holdoff_give_up_reason_name(s->reason));
+        else
+            cJSON_AddNullToObject(r, "reason");
+        add_opt_ms(r, "server_delay_ms", s->has_server_delay, s->server_delay_ns);
+        cJSON_AddBoolToObject(r, "capped", s->capped);
+    }
+    return r;
+}
+
+/* `attempts` and `waits` are exact lists, each item asserting the keys it lists; `result`
+ * asserts the keys it lists. */
+static int check_execute(err_t *e, const cJSON *expect, const cJSON *got) {
+    if (!expect) return 0;
+    if (!cJSON_IsObject(expect)) return fail(e, "expect must be an object");
+    const cJSON *want;
+    cJSON_ArrayForEach(want, expect) {
+        const char *k = want->string;
+        const cJSON *have = cJSON_GetObjectItemCaseSensitive(got, k);
+        if (strcmp(k, "result") == 0) {
+            err_t sub = {{0}, 0};
+            if (check(&sub, want, have, K_EXECUTE_RESULT) != 0) return fail(e, "result: %s", sub.text);
+            continue;
+        }
+        if (strcmp(k, "attempts") != 0 && strcmp(k, "waits") != 0) return fail(e, "unknown expect key \"%s\"", k);
+        if (!cJSON_IsArray(want)) return fail(e, "%s must be an array", k);
+        if (cJSON_GetArraySize(want) != cJSON_GetArraySize(have)) {
+            char *g = cJSON_PrintUnformatted(have);
+            int rc = fail(e, "%s: expected %d, got %d: %s", k, cJSON_GetArraySize(want), cJSON_GetArraySize(have), g);
+            free(g);
+            return rc;
+        }
+        const char *const *known = k[0] == 'a' ? K_EXECUTE_ATTEMPT : K_EXECUTE_WAIT;
+        for (int i = 0; i < cJSON_GetArraySize(want); i++) {
+            err_t sub = {{0}, 0};
+            if (check(&sub, cJSON_GetArrayItem(want, i), cJSON_GetArrayItem(have, i), known) != 0)
+                return fail(e, "%s[%d]: %s", k, i, sub.text);
+        }
+    }
+    return 0;
+}
+
+/* Runs one `execute` step: the case's policy and `config.execute` make an execution; each
+ * attempt does what the script says, each wait advances the manual clock by its delay (the
+ * caller's sleep), and the wait numbered `cancel_in_wait` cancels the call instead. The
+ * attempts (as an after-attempt hook sees them), the waits (as a before-wait hook sees them)
+ * and the result are then compared with `expect`. */
+static int step_execute(err_t *e, ctx_t *c, const cJSON *step, const cJSON *expect) {
+    const cJSON *script = cJSON_GetObjectItemCaseSensitive(step, "script");
+    uint64_t cancel_in_wait = 0;
+    int cancels = json_u64(cJSON_GetObjectItemCaseSensitive(step, "cancel_in_wait"), &cancel_in_wait);
+    if (!c->policy) return fail(e, "the case has no policy");
+    if (!cJSON_IsArray(script)) return fail(e, "execute needs a script");
+    holdoff_execution_options o;
+    holdoff_execution *x = NULL;
+    if (holdoff_config_execution_options(c->config, &o) != HOLDOFF_STATUS_OK ||
+        holdoff_execution_new(c->policy, &o, &x) != HOLDOFF_STATUS_OK)
+        return fail(e, "execution refused: %s", holdoff_last_error_message());
+    cJSON *got = cJSON_CreateObject();
+    cJSON *attempts = cJSON_AddArrayToObject(got, "attempts"), *waits = cJSON_AddArrayToObject(got, "waits");
+    holdoff_step s;
+    int rc = holdoff_execution_next_step(x, &s) == HOLDOFF_STATUS_OK
+                 ? 0
+                 : fail(e, "holdoff_execution_next_step: %s", holdoff_last_error_message());
+    while (rc == 0 && s.kind != HOLDOFF_STEP_KIND_FINISH) {
+        if (s.kind == HOLDOFF_STEP_KIND_ATTEMPT) {
+            const cJSON *item = cJSON_GetArrayItem(script, (int)s.attempts - 1);
+            if (!item) {
+                rc = fail(e, "attempt %u is not in the script", s.attempts);
+                break;
+            }
+            uint64_t now = 0;
+            holdoff_clock_now(c->clock, &now);
+            cJSON *a = cJSON_CreateObject();
+            cJSON_AddNumberToObject(a, "at", (double)(now / NS_PER_MS));
+            cJSON_AddBoolToObject(a, "probe", s.probe);
+            cJSON_AddItemToArray(attempts, a);
+            if ((rc = run_attempt(e, c, x, item, &s)) != 0) break;
+            if (s.has_last_outcome)
+                cJSON_AddStringToObject(a, "outcome", holdoff_outcome_name(s.last_outcome));
+            else
+                rc = fail(e, "a completed attempt without a last outcome");
+        } else if (s.kind == HOLDOFF_STEP_KIND_WAIT) {
+            cJSON *w = cJSON_CreateObject();
+            add_ms(w, "delay_ms", s.delay_ns);
+            cJSON_AddStringToObject(w, "source", holdoff_wait_source_name(s.source));
+            cJSON_AddBoolToObject(w, "capped", s.capped);
+            add_opt_ms(w, "server_delay_ms", s.has_server_delay, s.server_delay_ns);
+            cJSON_AddItemToArray(waits, w);
+            if (cancels && (uint64_t)cJSON_GetArraySize(waits) == cancel_in_wait) {
+                if (holdoff_execution_cancel(x, &s) != HOLDOFF_STATUS_OK)
+                    rc = fail(e, "holdoff_execution_cancel: %s", holdoff_last_error_message());
+            } else if (holdoff_clock_advance(c->clock, s.delay_ns) != HOLDOFF_STATUS_OK ||
+                       holdoff_execution_next_step(x, &s) != HOLDOFF_STATUS_OK) {
+                rc = fail(e, "after a wait: %s", holdoff_last_error_message());
+            }
+        } else {
+            rc = fail(e, "unknown step kind %u", s.kind);
+        }
+    }
+    if (rc == 0) {
+        cJSON_AddItemToObject(got, "result", execute_result(&s));
+        rc = check_execute(e, expect, got);
+    }
+    cJSON_Delete(got);
+    if (holdoff_execution_free(x) != HOLDOFF_STATUS_OK && rc == 0)
+        rc = fail(e, "holdoff_execution_free: %s", holdoff_last_error_message());
+    return rc;
+}
+
 static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
     const char *op = str_of(step, "op", NULL);
     if (!op) return fail(e, "step without op");
@@ -863,6 +1083,8 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
                 rc = check(e, expect, a, K_AFTER);
             }
         }
+    } else if (strcmp(op, "execute") == 0) {
+        rc = step_execute(e, c, step, expect);
     } else {
         rc = fail(e, "unknown op \"%s\"", op);
     }
@@ -954,6 +1176,14 @@ static int seen_id(tally_t *t, const char *id) {
     return 0;
 }
 
+static int has_execute_step(const cJSON *cs) {
+    const cJSON *step;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItemCaseSensitive(cs, "steps")) {
+        if (strcmp(str_of(step, "op", ""), "execute") == 0) return 1;
+    }
+    return 0;
+}
+
 static int has_suffix(const char *s, const char *suffix) {
     size_t a = strlen(s), b = strlen(suffix);
     return a >= b && strcmp(s + a - b, suffix) == 0;
@@ -987,13 +1217,15 @@ static int run_file(tally_t *t, const char *path) {
             return -1;
         }
         if (t->filter && !strstr(id, t->filter)) continue;
+        /* A case with an `execute` step runs once per helper flavour; C has one. */
+        const char *flavour = has_execute_step(cs) ? " [" EXECUTE_FLAVOUR "]" : "";
         err_t e = {{0}, 0};
         if (run_case(&e, cs) == 0) {
             t->passed++;
-            printf("ok   %s\n", id);
+            printf("ok   %s%s\n", id, flavour);
         } else {
             t->failed++;
-            printf("FAIL %s: %s\n", id, e.text);
+            printf("FAIL %s%s: %s\n", id, flavour, e.text);
         }
         fflush(stdout);
     }
