@@ -61,7 +61,8 @@ cmd_test() {
     ensure_tools
     log "fresh venv at $VENV"
     new_venv "$VENV"
-    "$VENV/bin/python" -m pip install -q pytest mypy
+    # requests and httpx: tests/test_client_timeouts.py checks their real timeout classes.
+    "$VENV/bin/python" -m pip install -q pytest mypy requests httpx
     install_pkg "$VENV" dev
     log "pytest"
     (cd "$HERE" && "$VENV/bin/python" -m pytest "${PYTEST_FLAGS[@]}" tests) > "$VENV/pytest.log" 2>&1 \

@@ -962,41 +962,121 @@ impl Breaker {
 // ---------------------------------------------------------------------------------------------
 // Group
 
-/// Breakers keyed by upstream (host, registry, provider), made lazily from one template (the
-/// same keyword arguments as `Breaker`). Each key's breaker gets the template's seed mixed with
-/// the key, so a fleet of breakers does not probe in lockstep.
+/// Counts of a `BreakerGroup`, read without side effects: `keys` (breakers kept now),
+/// `max_keys` (the bound), `evictions` (idle breakers evicted to make room) and `overflows`
+/// (breakers handed out without being kept, because nothing could be evicted).
+#[pyclass(frozen, module = "holdoff._holdoff")]
+pub struct GroupSnapshot {
+    #[pyo3(get)]
+    keys: usize,
+    #[pyo3(get)]
+    max_keys: usize,
+    #[pyo3(get)]
+    evictions: u64,
+    #[pyo3(get)]
+    overflows: u64,
+}
+
+#[pymethods]
+impl GroupSnapshot {
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other.cast::<GroupSnapshot>().is_ok_and(|o| {
+            let o = o.get();
+            (o.keys, o.max_keys, o.evictions, o.overflows)
+                == (self.keys, self.max_keys, self.evictions, self.overflows)
+        })
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "GroupSnapshot(keys={}, max_keys={}, evictions={}, overflows={})",
+            self.keys, self.max_keys, self.evictions, self.overflows
+        )
+    }
+}
+
+/// Breakers keyed by upstream (host, registry, provider, tenant), made lazily from one template
+/// (the same keyword arguments as `Breaker`) and bounded by `max_keys` (default 10 000,
+/// 1..100 000 000; `InvalidConfig` naming `group.max_keys`). Each key's breaker gets the
+/// template's seed mixed with the key, so a fleet of breakers does not probe in lockstep.
+///
+/// A new key at a full group evicts the least recently used idle breaker (closed, no failure
+/// counted); when none is idle it gets an overflow breaker the group does not keep, so no call
+/// fails because the group is full. `get` (and `group[key]`) marks a key used; `peek` does not.
+/// Ask the group for the breaker of each call rather than keeping one: a kept breaker may be
+/// evicted while idle, and the next `get` of its key makes a fresh one.
 #[pyclass(frozen, module = "holdoff._holdoff", mapping)]
 pub struct BreakerGroup {
     inner: hc::BreakerGroup,
+    // The Python wrapper of each breaker the group keeps, so that `group[key]` is one object
+    // (with its state-change callback) for as long as the core keeps that breaker. An entry is
+    // handed out only while it wraps the breaker the core holds for its key now; entries of
+    // evicted keys are swept once they outnumber half the kept ones (amortised O(1) per
+    // eviction), so the cache stays within 1.5 times the group's size.
     wrappers: Mutex<HashMap<String, Py<Breaker>>>,
 }
 
+/// Entries of evicted keys tolerated before a sweep, on top of half the kept ones.
+const STALE_SLACK: usize = 16;
+
 impl BreakerGroup {
-    fn wrapper(&self, py: Python<'_>, key: &str, create: bool) -> PyResult<Option<Py<Breaker>>> {
+    /// The wrapper of `core`, the breaker the core handed out for `key`: cached while the group
+    /// keeps that breaker; an overflow breaker (not kept) is wrapped afresh.
+    fn wrapper(&self, py: Python<'_>, key: &str, core: Arc<hc::Breaker>) -> PyResult<Py<Breaker>> {
         if let Some(w) = self.lock().get(key) {
-            return Ok(Some(w.clone_ref(py)));
+            if Arc::ptr_eq(&w.get().inner, &core) {
+                return Ok(w.clone_ref(py));
+            }
         }
-        let core = if create {
-            Some(self.inner.get(key))
-        } else {
-            self.inner.peek(key)
-        };
-        let Some(core) = core else { return Ok(None) };
-        // Allocate without holding the map's lock: an allocation may run the garbage
-        // collector, and a finalizer may call back into this group.
-        let fresh = Py::new(py, Breaker::wrap(core))?;
-        let (w, unused) = {
+        let kept = self.inner.peek(key).is_some_and(|b| Arc::ptr_eq(&b, &core));
+        // Allocate and drop Python objects without holding the map's lock: an allocation may run
+        // the garbage collector, and a finalizer may call back into this group.
+        let fresh = Py::new(py, Breaker::wrap(Arc::clone(&core)))?;
+        let (w, unused, sweep) = {
             let mut map = self.lock();
-            match map.get(key) {
-                Some(existing) => (existing.clone_ref(py), Some(fresh)),
-                None => {
-                    map.insert(key.to_owned(), fresh.clone_ref(py));
-                    (fresh, None)
+            if !kept {
+                // The key's entry, if any, wraps a breaker the group no longer keeps.
+                (fresh, map.remove(key), false)
+            } else {
+                match map.get(key) {
+                    Some(existing) if Arc::ptr_eq(&existing.get().inner, &core) => {
+                        (existing.clone_ref(py), Some(fresh), false)
+                    }
+                    _ => {
+                        let old = map.insert(key.to_owned(), fresh.clone_ref(py));
+                        let sweep = map.len() > STALE_SLACK && {
+                            let kept_now = self.inner.len();
+                            map.len().saturating_sub(kept_now) > kept_now / 2 + STALE_SLACK
+                        };
+                        (fresh, old, sweep)
+                    }
                 }
             }
         };
         drop(unused);
-        Ok(Some(w))
+        if sweep {
+            self.sweep();
+        }
+        Ok(w)
+    }
+
+    // Drops the wrappers of breakers the core no longer keeps.
+    fn sweep(&self) {
+        let stale: Vec<Py<Breaker>> = {
+            let mut map = self.lock();
+            let keys: Vec<String> = map
+                .iter()
+                .filter(|(k, w)| {
+                    !self
+                        .inner
+                        .peek(k)
+                        .is_some_and(|b| Arc::ptr_eq(&b, &w.get().inner))
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter().filter_map(|k| map.remove(k)).collect()
+        };
+        drop(stale);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Py<Breaker>>> {
@@ -1009,7 +1089,7 @@ impl BreakerGroup {
     #[new]
     #[pyo3(signature = (*, trip = None, open_interval = None, recoveries = None,
                         max_probes_in_flight = None, probe_timeout = None,
-                        max_retry_later = None, seed = None, clock = None))]
+                        max_retry_later = None, seed = None, max_keys = None, clock = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1020,6 +1100,7 @@ impl BreakerGroup {
         probe_timeout: Option<&Bound<'_, PyAny>>,
         max_retry_later: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
+        max_keys: Option<&Bound<'_, PyAny>>,
         clock: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = breaker_config(
@@ -1032,31 +1113,63 @@ impl BreakerGroup {
             seed,
             py,
         )?;
+        let max_keys = match max_keys.filter(|o| !o.is_none()) {
+            // Out-of-range ints saturate (negative to 0), so the core refuses them by its rule.
+            Some(v) => {
+                let v = convert::int(v, "group.max_keys")?;
+                usize::try_from(v.max(0)).unwrap_or(usize::MAX)
+            }
+            None => hc::group::DEFAULT_MAX_KEYS,
+        };
         let clock = clock_arg(clock)?;
-        let inner = hc::BreakerGroup::new(config, clock).map_err(|e| convert::config_error(py, e))?;
+        let inner = hc::BreakerGroup::with_max_keys(config, max_keys, clock)
+            .map_err(|e| convert::config_error(py, e))?;
         Ok(BreakerGroup {
             inner,
             wrappers: Mutex::new(HashMap::new()),
         })
     }
 
-    /// The breaker for `key`, created on first use (the same object every time).
+    /// The breaker for `key`, created on first use, and marked most recently used. The same
+    /// object while the group keeps that breaker; an overflow breaker (a full group with nothing
+    /// idle to evict) is a fresh one every time.
     fn get(&self, py: Python<'_>, key: &str) -> PyResult<Py<Breaker>> {
-        Ok(self.wrapper(py, key, true)?.expect("created"))
+        let core = self.inner.get(key);
+        self.wrapper(py, key, core)
     }
 
     fn __getitem__(&self, py: Python<'_>, key: &str) -> PyResult<Py<Breaker>> {
         self.get(py, key)
     }
 
-    /// The breaker for `key` if it exists, without creating it.
+    /// The breaker for `key` if the group keeps one, without creating it or marking it used.
     fn peek(&self, py: Python<'_>, key: &str) -> PyResult<Option<Py<Breaker>>> {
-        self.wrapper(py, key, false)
+        match self.inner.peek(key) {
+            Some(core) => self.wrapper(py, key, core).map(Some),
+            None => Ok(None),
+        }
     }
 
     /// Keys with a breaker, sorted.
     fn keys(&self) -> Vec<String> {
         self.inner.keys()
+    }
+
+    /// The bound on the number of breakers kept.
+    #[getter]
+    fn max_keys(&self) -> usize {
+        self.inner.max_keys()
+    }
+
+    /// Counts: breakers kept, the bound, evictions and overflows so far.
+    fn snapshot(&self) -> GroupSnapshot {
+        let s = self.inner.snapshot();
+        GroupSnapshot {
+            keys: s.keys,
+            max_keys: s.max_keys,
+            evictions: s.evictions,
+            overflows: s.overflows,
+        }
     }
 
     fn __len__(&self) -> usize {
@@ -1083,6 +1196,7 @@ impl BreakerGroup {
     }
 
     fn __repr__(&self) -> String {
-        format!("BreakerGroup(keys={:?})", self.inner.keys())
+        let s = self.inner.snapshot();
+        format!("BreakerGroup(keys={}, max_keys={})", s.keys, s.max_keys)
     }
 }

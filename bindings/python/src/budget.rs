@@ -1,7 +1,6 @@
 //! Retry budget, per-call retry state, decisions, and the retry quota.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use holdoff as hc;
 use pyo3::prelude::*;
@@ -185,8 +184,11 @@ impl Decision {
 /// The retry budget of one upstream, shared by its callers. Durations in seconds (float or
 /// timedelta): `max_rate_limit_duration` (1800: one rate-limit episode's total),
 /// `retry_after_cap` (300: cap on one Retry-After wait; the budget must be at least twice it),
-/// `max_retries` (10, counted path), `backoff` (a `Backoff`, default 0.5 s doubling to 60 s),
-/// `max_backoff_duration` (43200), `seed` (0), `clock`.
+/// `give_up_above_cap` (False: a longer Retry-After waits the cap, `capped=True`; True: give up
+/// at once with reason `"retry_after_above_cap"` and the server's delay), `max_retries` (10,
+/// counted path), `backoff` (a `Backoff`, default 0.5 s doubling to 60 s),
+/// `max_backoff_duration` (43200), `seed` (0), `clock`. Raises `InvalidConfig` /
+/// `ConfigTypeError` naming the field (`budget.give_up_above_cap` must be a bool).
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct RetryBudget {
     pub(crate) inner: Arc<hc::RetryBudget>,
@@ -196,13 +198,14 @@ pub struct RetryBudget {
 impl RetryBudget {
     #[new]
     #[pyo3(signature = (*, max_rate_limit_duration = None, retry_after_cap = None,
-                        max_retries = None, backoff = None, max_backoff_duration = None,
-                        seed = None, clock = None))]
+                        give_up_above_cap = None, max_retries = None, backoff = None,
+                        max_backoff_duration = None, seed = None, clock = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         max_rate_limit_duration: Option<&Bound<'_, PyAny>>,
         retry_after_cap: Option<&Bound<'_, PyAny>>,
+        give_up_above_cap: Option<&Bound<'_, PyAny>>,
         max_retries: Option<&Bound<'_, PyAny>>,
         backoff: Option<&Bound<'_, PyAny>>,
         max_backoff_duration: Option<&Bound<'_, PyAny>>,
@@ -215,6 +218,9 @@ impl RetryBudget {
         }
         if let Some(v) = retry_after_cap {
             c.retry_after_cap = convert::duration(v, "budget.retry_after_cap")?;
+        }
+        if let Some(v) = give_up_above_cap.filter(|o| !o.is_none()) {
+            c.give_up_above_cap = convert::flag(v, "budget.give_up_above_cap")?;
         }
         if let Some(v) = max_retries {
             c.max_retries = convert::count(v, "budget.max_retries", 0, 1_000_000)?;
@@ -257,6 +263,13 @@ impl RetryBudget {
         decision(py, d)
     }
 
+    /// Whether a Retry-After above the cap gives up at once (`retry_after_above_cap`) instead
+    /// of waiting the cap.
+    #[getter]
+    fn give_up_above_cap(&self) -> bool {
+        self.inner.config().give_up_above_cap
+    }
+
     /// When the current rate-limit episode started (seconds on the clock), or `None`.
     #[getter]
     fn episode_start(&self) -> Option<f64> {
@@ -266,24 +279,21 @@ impl RetryBudget {
     fn __repr__(&self) -> String {
         let c = self.inner.config();
         format!(
-            "RetryBudget(max_rate_limit_duration={:?}, retry_after_cap={:?}, max_retries={})",
+            "RetryBudget(max_rate_limit_duration={:?}, retry_after_cap={:?}, give_up_above_cap={}, \
+             max_retries={})",
             secs_out(c.max_rate_limit_duration),
             secs_out(c.retry_after_cap),
+            if c.give_up_above_cap { "True" } else { "False" },
             c.max_retries
         )
     }
 }
 
 /// Tokens taken for one retry; give them back once with `RetryQuota.on_success(lease)` on the
-/// quota that issued it.
+/// quota that issued it (the core's `LeaseSlot`: it carries the issuing quota's identity).
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct QuotaLease {
-    inner: hc::QuotaLease,
-    // The issuing quota (weak: a lease does not keep it alive, and its allocation is never
-    // reused while this exists, so the identity check cannot be fooled).
-    owner: Weak<hc::RetryQuota>,
-    // Set once by the one refund that wins (swap: of two concurrent refunds, one pays).
-    returned: AtomicBool,
+    slot: hc::LeaseSlot,
 }
 
 #[pymethods]
@@ -291,17 +301,21 @@ impl QuotaLease {
     /// Tokens taken.
     #[getter]
     fn cost(&self) -> u64 {
-        self.inner.cost
+        self.slot.cost()
     }
 
     /// Whether the lease was already given back.
     #[getter]
     fn returned(&self) -> bool {
-        self.returned.load(Ordering::Acquire)
+        self.slot.is_taken()
     }
 
     fn __repr__(&self) -> String {
-        format!("QuotaLease(cost={})", self.inner.cost)
+        format!(
+            "QuotaLease(cost={}, returned={})",
+            self.slot.cost(),
+            if self.slot.is_taken() { "True" } else { "False" }
+        )
     }
 }
 
@@ -350,41 +364,28 @@ impl RetryQuota {
     fn acquire(&self, py: Python<'_>, timeout: bool) -> PyResult<QuotaLease> {
         self.inner
             .acquire(timeout)
-            .map(|inner| QuotaLease {
-                inner,
-                owner: Arc::downgrade(&self.inner),
-                returned: AtomicBool::new(false),
+            .map(|lease| QuotaLease {
+                slot: hc::LeaseSlot::new(lease),
             })
             .map_err(|e| convert::quota_empty(py, e))
     }
 
     /// A call succeeded: refunds `lease`, or adds `success_refill` when it needed no retry.
     /// A lease is given back at most once: a second time raises `PermitError`
-    /// (`permit_already_recorded`), a lease of another quota `PermitError` (`foreign_permit`),
-    /// as in C, Go and C#; neither changes the bucket.
+    /// (`permit_already_recorded`), a lease of another quota `PermitError` (`foreign_permit`,
+    /// and the lease stays good on its own quota), as in C, Go and C#; neither changes the
+    /// bucket.
     #[pyo3(signature = (lease = None))]
     fn on_success(&self, py: Python<'_>, lease: Option<&Bound<'_, QuotaLease>>) -> PyResult<()> {
-        let Some(lease) = lease else {
-            self.inner.on_success(None);
-            return Ok(());
+        let result = match lease {
+            None => self.inner.on_success(None),
+            Some(l) => l
+                .get()
+                .slot
+                .take(&self.inner)
+                .and_then(|lease| self.inner.on_success(Some(lease))),
         };
-        let l = lease.get();
-        if !std::ptr::eq(l.owner.as_ptr(), Arc::as_ptr(&self.inner)) {
-            return Err(convert::lease_error(
-                py,
-                "foreign_permit",
-                "this quota lease was issued by another quota",
-            ));
-        }
-        if l.returned.swap(true, Ordering::AcqRel) {
-            return Err(convert::lease_error(
-                py,
-                "permit_already_recorded",
-                "this quota lease was already given back",
-            ));
-        }
-        self.inner.on_success(Some(l.inner));
-        Ok(())
+        result.map_err(|e| convert::lease_error(py, e))
     }
 
     /// Tokens left.

@@ -111,9 +111,17 @@ pub(crate) fn permit_error(py: Python<'_>, e: hc::PermitError) -> PyErr {
     raise(permit_error_cls(py), (hc::HoldoffError::from(e).name(),))
 }
 
-/// `holdoff.PermitError` for a quota lease (`code` as for permits, the lease's own message).
-pub(crate) fn lease_error(py: Python<'_>, code: &str, message: &str) -> PyErr {
-    raise(permit_error_cls(py), (code.to_owned(), message.to_owned()))
+/// `holdoff.PermitError` for a quota lease: the core's stable name as `code`, with words about
+/// a lease rather than a breaker's permit.
+pub(crate) fn lease_error(py: Python<'_>, e: hc::PermitError) -> PyErr {
+    let message = match e {
+        hc::PermitError::AlreadyRecorded => "this quota lease was already given back",
+        hc::PermitError::Foreign => "this quota lease was issued by another quota",
+    };
+    raise(
+        permit_error_cls(py),
+        (hc::HoldoffError::from(e).name(), message.to_owned()),
+    )
 }
 
 /// `holdoff.BreakerOpen` for a refusal.
@@ -226,6 +234,19 @@ pub(crate) fn finite(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
 pub(crate) fn count(obj: &Bound<'_, PyAny>, field: &str, min: i64, max: i64) -> PyResult<u32> {
     let v = int(obj, field)?;
     hc::units::count(field, v, min, max).map_err(|e| config_error(obj.py(), e))
+}
+
+/// A bool option (`True`/`False` only: an int or a string is a `ConfigTypeError`, never read as
+/// truthy).
+pub(crate) fn flag(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<bool> {
+    if !obj.is_instance_of::<PyBool>() {
+        return Err(type_error(
+            obj.py(),
+            field,
+            format!("must be a bool, not {}", type_name(obj)),
+        ));
+    }
+    obj.extract::<bool>()
 }
 
 /// A Python int as i64; ints beyond i64 saturate (so the range check that follows refuses them).

@@ -8,8 +8,9 @@ use crate::breaker::Outcome;
 use crate::convert::{self, secs_out};
 
 /// A parsed delay hint: `delay` (seconds, may be 0.0 meaning "now") or `unusable` (`"missing"`,
-/// `"malformed"`, `"signed"`, `"conflicting"`), and the header it came from (`source`:
-/// `"retry_after"`, `"ratelimit_reset"`, `"x_ratelimit_reset"`, `"none"`). Truthy when usable.
+/// `"malformed"`, `"signed"`, `"conflicting"`), and the header it came from (`source`, the
+/// core's stable name: `"retry_after_ms"`, `"x_ms_retry_after_ms"`, `"retry_after"`,
+/// `"ratelimit"`, `"ratelimit_reset"`, `"x_ratelimit_reset"`, `"none"`). Truthy when usable.
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct RetryAfter {
     #[pyo3(get)]
@@ -20,27 +21,18 @@ pub struct RetryAfter {
     source: &'static str,
 }
 
-fn source_name(s: hc::HintSource) -> &'static str {
-    match s {
-        hc::HintSource::RetryAfter => "retry_after",
-        hc::HintSource::RateLimitReset => "ratelimit_reset",
-        hc::HintSource::XRateLimitReset => "x_ratelimit_reset",
-        hc::HintSource::None => "none",
-    }
-}
-
 impl RetryAfter {
     fn new(r: hc::RetryAfter, source: hc::HintSource) -> Self {
         match r {
             hc::RetryAfter::Delay(d) => RetryAfter {
                 delay: Some(secs_out(d)),
                 unusable: None,
-                source: source_name(source),
+                source: source.name(),
             },
             hc::RetryAfter::Unusable(u) => RetryAfter {
                 delay: None,
                 unusable: Some(u.name()),
-                source: source_name(source),
+                source: source.name(),
             },
         }
     }
@@ -71,9 +63,13 @@ impl RetryAfter {
     }
 }
 
+/// A header name or value as text. A `str` that is not valid Unicode text (a lone surrogate, as
+/// a client's latin-1 or `surrogateescape` decoding can leave) is read lossily: the bad code
+/// points become U+FFFD, so the field is garbage (a malformed hint, an unknown name) instead of
+/// an exception that would lose the attempt.
 fn text(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<String> {
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(s.to_cow()?.into_owned());
+        return Ok(s.to_string_lossy().into_owned());
     }
     if let Ok(b) = obj.cast::<PyBytes>() {
         // Header bytes are ISO-8859-1 (RFC 9110 §5.5); every byte maps to one char.
@@ -148,10 +144,13 @@ pub fn parse_retry_after(value: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>
     ))
 }
 
-/// Reads the delay hint of a response's headers (names case-insensitive): every `Retry-After`
-/// field (agreeing fields give their value, disagreeing ones are `conflicting`); without one,
-/// `RateLimit-Reset` (delta seconds), then `X-RateLimit-Reset` (Unix epoch seconds). `headers`
-/// is a mapping or an iterable of (name, value) pairs; `now` as in `parse_retry_after`.
+/// Reads the delay hint of a response's headers (names case-insensitive). The first of these
+/// fields present is the hint, even when unusable: `retry-after-ms`, `x-ms-retry-after-ms`
+/// (milliseconds, decimals rounded up), `Retry-After`, `RateLimit` (the structured field's `t`,
+/// seconds), `RateLimit-Reset` (delta seconds), `X-RateLimit-Reset` (Unix epoch seconds).
+/// Several fields of one name that agree give their value; disagreeing ones are `conflicting`.
+/// `headers` is a mapping or an iterable of (name, value) pairs (`str` or `bytes`; text that is
+/// not valid Unicode reads as garbage); `now` as in `parse_retry_after`.
 #[pyfunction]
 #[pyo3(signature = (headers, now = None))]
 pub fn hint_from_headers(headers: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAny>>) -> PyResult<RetryAfter> {
@@ -161,19 +160,24 @@ pub fn hint_from_headers(headers: &Bound<'_, PyAny>, now: Option<&Bound<'_, PyAn
     Ok(RetryAfter::new(r, s))
 }
 
-/// A classified response: the `outcome` the breaker and budget are told, and the parsed `hint`.
+/// A classified response: the `outcome` the breaker and budget are told, the parsed `hint`, and
+/// `should_retry`, the provider's `x-should-retry` header (`True`/`False`, or `None` when absent
+/// or neither).
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct Classification {
     #[pyo3(get)]
     outcome: Py<Outcome>,
     #[pyo3(get)]
     hint: Py<RetryAfter>,
+    #[pyo3(get)]
+    should_retry: Option<bool>,
 }
 
 pub(crate) fn classification(py: Python<'_>, c: hc::Classification) -> PyResult<Classification> {
     Ok(Classification {
         outcome: Py::new(py, Outcome { inner: c.outcome })?,
         hint: Py::new(py, RetryAfter::new(c.hint, c.source))?,
+        should_retry: c.should_retry,
     })
 }
 
@@ -181,41 +185,38 @@ pub(crate) fn classification(py: Python<'_>, c: hc::Classification) -> PyResult<
 impl Classification {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!(
-            "Classification(outcome={}, hint={})",
+            "Classification(outcome={}, hint={}, should_retry={})",
             self.outcome.bind(py).repr()?,
-            self.hint.bind(py).repr()?
+            self.hint.bind(py).repr()?,
+            match self.should_retry {
+                Some(true) => "True",
+                Some(false) => "False",
+                None => "None",
+            }
         ))
     }
 }
 
-/// An HTTP status as the core takes it: an int; statuses outside 100..=599 are refused with
-/// `InvalidInput` before anything is recorded.
-pub(crate) fn status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
-    let status = raw_status_arg(obj)?;
-    hc::check_status(status).map_err(|e| convert::input_error(obj.py(), e))?;
-    Ok(status)
+/// The caller's status as a wide integer, for the core's `check_status` (which refuses a value
+/// outside 0..=999 with `InvalidInput` naming `status`). An int beyond the i64 range saturates,
+/// so it is refused by the same rule; a non-int is `InputTypeError`.
+pub(crate) fn status_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
+    convert::int_arg(obj, "status")
 }
 
-/// A status for `Policy.after_response`: any int that fits the core's `u16` goes to the core,
-/// which refuses one outside 100..=599 and records the permit as cancelled; a bigger or negative
-/// int is refused here, before the permit is used.
-pub(crate) fn raw_status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
-    let v = convert::int_arg(obj, "status")?;
-    u16::try_from(v).map_err(|_| {
-        convert::input_error(
-            obj.py(),
-            hc::InputError {
-                field: "status".into(),
-                rule: "must be an HTTP status between 100 and 599".into(),
-            },
-        )
-    })
+/// A status checked by the core: 0..=999 (outside 100..=599 it is a broken upstream, classified
+/// as a failure), else `InvalidInput` naming `status`.
+pub(crate) fn status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
+    hc::check_status(status_int(obj)?).map_err(|e| convert::input_error(obj.py(), e))
 }
 
 /// Turns (status, headers) into an `Outcome`: 1xx-3xx success; 429/503 (`retry_after_statuses`)
 /// with a usable non-zero delay hint: retry later; 408, 410, 429, 460 and 5xx (except 501, 505,
-/// 511): failure; other statuses: answer. `failure_statuses` / `answer_statuses` override, and
-/// `rate_limit_default_wait` (seconds) is the wait of a 429 without a usable hint.
+/// 511): failure; other statuses: answer. A status outside 100..599 (a 0, a 600, a 999) is a
+/// broken upstream: failure. `x-should-retry: false` makes a status from 400 up an answer,
+/// `true` makes an answer a failure. `failure_statuses` / `answer_statuses` (each 100..599)
+/// override all of that, and `rate_limit_default_wait` (seconds) is the wait of a 429 without a
+/// usable hint.
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct Classifier {
     pub(crate) inner: hc::Classifier,
@@ -249,8 +250,9 @@ impl Classifier {
         Ok(Classifier { inner })
     }
 
-    /// Classifies a response. Raises `InvalidInput` (a `ValueError`) for a status outside
-    /// 100..599. `now` is the wall time for HTTP-dates (see `parse_retry_after`).
+    /// Classifies a response. `status` is an int: 0..999 classifies (outside 100..599 as a
+    /// failure); any other int raises `InvalidInput` (a `ValueError`, field `status`), a non-int
+    /// `InputTypeError`. `now` is the wall time for HTTP-dates (see `parse_retry_after`).
     #[pyo3(signature = (status, headers = None, now = None))]
     fn classify(
         &self,

@@ -29,6 +29,7 @@ fn _holdoff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::StateChange>()?;
     m.add_class::<breaker::Breaker>()?;
     m.add_class::<breaker::BreakerGroup>()?;
+    m.add_class::<breaker::GroupSnapshot>()?;
     m.add_class::<budget::RetryState>()?;
     m.add_class::<budget::Decision>()?;
     m.add_class::<budget::RetryBudget>()?;

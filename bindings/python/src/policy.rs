@@ -240,9 +240,10 @@ impl Policy {
 
     /// `after_attempt` for an HTTP response: classifies (status, headers) with the policy's
     /// classifier at the decision's one clock reading, then decides. Returns
-    /// `(Decision, Classification)`. Raises `InvalidInput` for a status outside 100..599: the
-    /// permit is then recorded as cancelled (a probe frees its slot), except for an int beyond
-    /// 0..65535 or a non-int (`InputTypeError`), which leave it unused.
+    /// `(Decision, Classification)`. A status outside 100..599 (0..999) is a broken upstream,
+    /// recorded as a failure. Any other int raises `InvalidInput` (field `status`) and the permit
+    /// is recorded as cancelled (a probe frees its slot; its window stays spent); a non-int
+    /// raises `InputTypeError` and leaves the permit unused.
     #[pyo3(signature = (call, permit, status, headers = None))]
     fn after_response(
         &self,
@@ -252,10 +253,20 @@ impl Policy {
         status: &Bound<'_, PyAny>,
         headers: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<(Py<Decision>, Classification)> {
-        let status = http::raw_status_arg(status)?;
+        let status = http::status_int(status)?;
         let h = http::headers(headers)?;
         let (d, c) = call.get().with_state(|cs| {
             let permit = take_permit(py, permit, self.inner.breaker())?;
+            // The core's policy takes a u16; the caller's int goes through the core's own check
+            // first, and a value that is not a status is handled as the core's policy handles
+            // one above 999: the permit is recorded as cancelled.
+            let status = match hc::check_status(status) {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = self.inner.breaker().record(permit, hc::Outcome::Cancelled);
+                    return Err(convert::input_error(py, e));
+                }
+            };
             self.inner
                 .after_response(
                     cs,

@@ -127,14 +127,22 @@ def test_permit_recorded_twice_or_foreign() -> None:
     assert e.value.code == "permit_already_recorded"
 
 
-def test_cancelled_probe_frees_its_slot() -> None:
+def test_cancelled_probe_frees_its_slot_but_spends_its_window() -> None:
     clock = holdoff.ManualClock()
     b = incident_one(clock)
     fail(b, 5)
     clock.set(60)
     p = b.allow()
+    clock.set(61)
     assert b.record(p, Outcome.CANCELLED) == "ignored"
-    assert b.allow().probe  # the window it was admitted in is given back
+    s = b.snapshot()
+    assert (s.state, s.probes_in_flight, s.retry_after, s.probes) == ("half_open", 0, 59.0, 1)
+    # It may have reached the upstream: the next probe waits for the next interval.
+    with pytest.raises(holdoff.BreakerOpen) as e:
+        b.allow()
+    assert e.value.retry_after == 59.0
+    clock.set(120)
+    assert b.allow().probe
 
 
 def test_retry_later_opens_for_the_providers_delay() -> None:
@@ -373,9 +381,74 @@ def test_classifier() -> None:
     assert c.classify(429).outcome == Outcome.FAILURE
     w = holdoff.Classifier(rate_limit_default_wait=timedelta(seconds=3))
     assert w.classify(429).outcome.delay == 3.0
+    # A status outside 100..599 is a broken upstream, whatever its headers say.
+    assert c.classify(600, {"x-should-retry": "false"}).outcome == Outcome.FAILURE
+    assert c.classify(0).outcome == Outcome.FAILURE
     with pytest.raises(holdoff.InvalidInput) as e:
-        c.classify(600)
+        c.classify(1000)
     assert e.value.field == "status" and isinstance(e.value, ValueError)
+    assert "between 0 and 999" in e.value.rule
+
+
+def test_provider_delay_headers_in_order_of_precedence() -> None:
+    r = holdoff.hint({"retry-after-ms": "1500.2", "Retry-After": "9"})
+    assert (r.delay, r.source) == (1.501, "retry_after_ms")  # milliseconds, rounded up
+    r = holdoff.hint([("x-ms-retry-after-ms", "250"), ("RateLimit-Reset", "9")])
+    assert (r.delay, r.source) == (0.25, "x_ms_retry_after_ms")
+    r = holdoff.hint([("RateLimit", '"day";r=5;t=3600, "minute";r=0;t=30')])
+    assert (r.delay, r.source) == (30.0, "ratelimit")  # the exhausted policy's reset
+    r = holdoff.hint([("RateLimit", "t=oops")])
+    assert (r.unusable, r.source) == ("malformed", "ratelimit")
+
+
+def test_x_should_retry() -> None:
+    c = holdoff.Classifier()
+    got = c.classify(409, {"x-should-retry": "true"})
+    assert (got.outcome, got.should_retry) == (Outcome.FAILURE, True)
+    got = c.classify(500, {"X-Should-Retry": "false"})
+    assert (got.outcome, got.should_retry) == (Outcome.ANSWER, False)
+    assert c.classify(200, {"x-should-retry": "false"}).outcome == Outcome.SUCCESS
+    assert c.classify(500, {"x-should-retry": "maybe"}).should_retry is None
+    listed = holdoff.Classifier(failure_statuses=[500])
+    assert listed.classify(500, {"x-should-retry": "false"}).outcome == Outcome.FAILURE
+    assert "should_retry=True" in repr(c.classify(409, {"x-should-retry": "true"}))
+
+
+def test_budget_may_give_up_above_the_cap() -> None:
+    clock = holdoff.ManualClock()
+    waits = holdoff.RetryBudget(retry_after_cap=300, clock=clock)
+    assert waits.give_up_above_cap is False
+    d = waits.decide(holdoff.RetryState(), Outcome.retry_later(400))
+    assert (d.action, d.delay, d.server_delay, d.capped) == ("retry", 300.0, 400.0, True)
+    gives_up = holdoff.RetryBudget(retry_after_cap=300, give_up_above_cap=True, clock=clock)
+    assert gives_up.give_up_above_cap is True and "give_up_above_cap=True" in repr(gives_up)
+    d = gives_up.decide(holdoff.RetryState(), Outcome.retry_later(400))
+    assert (d.action, d.reason, d.server_delay) == ("give_up", "retry_after_above_cap", 400.0)
+    d = gives_up.decide(holdoff.RetryState(), Outcome.retry_later(300))  # at the cap: waits
+    assert (d.action, d.delay, d.capped) == ("retry", 300.0, False)
+    for wrong in (1, "yes", 0.0):
+        with pytest.raises(holdoff.ConfigTypeError) as e:
+            holdoff.RetryBudget(give_up_above_cap=wrong)  # type: ignore[arg-type]
+        assert e.value.field == "budget.give_up_above_cap"
+
+
+def test_helpers_give_up_above_the_cap_with_the_servers_delay() -> None:
+    clock = holdoff.ManualClock()
+    policy = holdoff.Policy(
+        holdoff.Breaker(clock=clock),
+        holdoff.RetryBudget(retry_after_cap=60, give_up_above_cap=True, clock=clock),
+    )
+    calls = []
+
+    def fetch() -> None:
+        calls.append(clock.now())
+        raise holdoff.RetryLater(90)
+
+    with pytest.raises(holdoff.GiveUp) as e:
+        policy.retrying(sleep=clock.advance).call(fetch)
+    assert (e.value.reason, e.value.retry_after, e.value.attempts) == (
+        "retry_after_above_cap", 90.0, 1)
+    assert calls == [0.0]
 
 
 # -- policy -----------------------------------------------------------------------------------
@@ -411,10 +484,17 @@ def test_policy_after_response_classifies() -> None:
     call = holdoff.Call()
     p = policy.before_attempt(call)
     assert isinstance(p, holdoff.Permit)
-    with pytest.raises(holdoff.InvalidInput):
-        policy.after_response(call, p, 99)
-    # The core records a permit with an impossible status as cancelled (a probe frees its slot).
-    assert p.recorded
+    for not_a_status in (1000, -1, 70000):
+        with pytest.raises(holdoff.InvalidInput) as e:
+            policy.after_response(call, p, not_a_status)
+        assert e.value.field == "status"
+        # Recorded as cancelled (a probe frees its slot), whichever side of u16 it falls.
+        assert p.recorded
+        p = policy.before_attempt(call)
+        assert isinstance(p, holdoff.Permit)
+    d, c = policy.after_response(call, p, 999)  # a broken upstream: a failure, retried
+    assert (d.action, d.source, c.outcome) == ("retry", "backoff", Outcome.FAILURE)
+    clock.advance(d.delay)
     p = policy.before_attempt(call)
     assert isinstance(p, holdoff.Permit)
     d, c = policy.after_response(call, p, 503, [("Retry-After", "20")])

@@ -24,7 +24,7 @@ import pytest
 
 import holdoff
 
-SUITE_VERSION = 1
+SUITE_VERSION = 2
 
 HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("HOLDOFF_CONFORMANCE_DIR", HERE.parents[2] / "conformance"))
@@ -221,7 +221,10 @@ class Ctx:
         if "breaker" in config:
             self.breaker_kwargs = breaker_kwargs(config["breaker"], self.clock)
             if case.get("group"):
-                self.group = holdoff.BreakerGroup(**self.breaker_kwargs)
+                gkw: Dict[str, Any] = {}
+                if "max_keys" in config.get("group", {}):
+                    gkw["max_keys"] = config["group"]["max_keys"]
+                self.group = holdoff.BreakerGroup(**self.breaker_kwargs, **gkw)
             else:
                 self.breaker = holdoff.Breaker(**self.breaker_kwargs)
         self.budget: Optional[holdoff.RetryBudget] = None
@@ -235,7 +238,7 @@ class Ctx:
             ):
                 if key in spec:
                     kw[name] = secs(spec[key])
-            for key in ("max_retries", "seed"):
+            for key in ("max_retries", "seed", "give_up_above_cap"):
                 if key in spec:
                     kw[key] = spec[key]
             if "backoff" in spec:
@@ -244,8 +247,9 @@ class Ctx:
                 )
             self.budget = holdoff.RetryBudget(**kw)
         self.quota: Optional[holdoff.RetryQuota] = None
+        self.quota_config: Dict[str, Any] = config.get("quota", {})
         if "quota" in config:
-            self.quota = holdoff.RetryQuota(**config["quota"])
+            self.quota = holdoff.RetryQuota(**self.quota_config)
         ckw: Dict[str, Any] = {}
         cspec = config.get("classifier", {})
         for key in ("failure_statuses", "answer_statuses", "retry_after_statuses"):
@@ -258,13 +262,16 @@ class Ctx:
         if case.get("policy"):
             assert self.breaker is not None and self.budget is not None, "a policy case needs both"
             self.policy = holdoff.Policy(self.breaker, self.budget, self.quota, self.classifier)
-        self.permits: Dict[str, Tuple[holdoff.Permit, Optional[str]]] = {}
+        # Each permit with the breaker object that admitted it: it is recorded there, as user
+        # code does (a group's key may have been evicted or overflowed since).
+        self.permits: Dict[str, Tuple[holdoff.Permit, holdoff.Breaker]] = {}
         self.calls: Dict[str, holdoff.RetryState] = {}
         self.policy_calls: Dict[str, holdoff.Call] = {}
         self.leases: Dict[str, holdoff.QuotaLease] = {}
 
-    def breaker_for(self, step: Dict[str, Any], key: Optional[str] = None) -> holdoff.Breaker:
-        key = key if key is not None else step.get("key")
+    def breaker_for(self, step: Dict[str, Any]) -> holdoff.Breaker:
+        """The step's breaker; a step naming a `key` asks the group once."""
+        key = step.get("key")
         if key is not None:
             if self.group is None:
                 raise CaseFailure("step names a key but the case has no group")
@@ -281,14 +288,13 @@ class Ctx:
             a.update(admitted=False, retry_after_ms=ms(r.retry_after), state=r.state)
             return False
         a.update(admitted=True, episode=p.episode, probe=p.probe)
-        self.permits[step.get("as", "_last")] = (p, step.get("key"))
+        self.permits[step.get("as", "_last")] = (p, b)
         return True
 
-    def record(self, name: str, o: holdoff.Outcome, step: Dict[str, Any], a: Dict[str, Any]) -> None:
+    def record(self, name: str, o: holdoff.Outcome, a: Dict[str, Any]) -> None:
         if name not in self.permits:
             raise CaseFailure(f"no permit named {name!r}")
-        permit, key = self.permits[name]
-        b = self.breaker_for(step, key)
+        permit, b = self.permits[name]
         try:
             a["effect"] = b.record(permit, o)
         except holdoff.PermitError as e:
@@ -303,12 +309,12 @@ class Ctx:
             self.allow(step, a)
             check(expect, a, ["admitted", "episode", "probe", "retry_after_ms", "state"])
         elif op == "record":
-            self.record(step["permit"], outcome(step["outcome"]), step, a)
+            self.record(step["permit"], outcome(step["outcome"]), a)
             check(expect, a, ["effect", "error"])
         elif op == "call":
             o = outcome(step["outcome"])
             if self.allow(step, a):
-                self.record(step.get("as", "_last"), o, step, a)
+                self.record(step.get("as", "_last"), o, a)
             check(expect, a, ["admitted", "episode", "probe", "retry_after_ms", "state", "effect"])
         elif op == "record_foreign":
             name = step["permit"]
@@ -392,6 +398,8 @@ class Ctx:
             a["source"] = r.source
             check(expect, a, ["delay_ms", "unusable", "source"])
         elif op == "classify":
+            # Any integer goes through the public API as given: a negative or 70000 status is
+            # the binding's to refuse, with the core's error.
             try:
                 c = self.classifier.classify(step["status"], headers(step), now=self.clock)
                 a = {"outcome": c.outcome.name, "retry_later_ms": ms(c.outcome.delay)}
@@ -417,10 +425,30 @@ class Ctx:
             if "lease" in step:
                 if step["lease"] not in self.leases:
                     raise CaseFailure(f"no lease named {step['lease']!r}")
-                lease = self.leases.pop(step["lease"])
-            self.quota.on_success(lease)
-            a = {"available": self.quota.available}
-            check(expect, a, ["available"])
+                # Kept: a lease may be given back again, to see it refused.
+                lease = self.leases[step["lease"]]
+            target = self.quota
+            if step.get("foreign", False):
+                target = holdoff.RetryQuota(**self.quota_config)
+            try:
+                target.on_success(lease)
+            except holdoff.PermitError as e:
+                a["error"] = error_name(e)
+            a["available"] = self.quota.available
+            check(expect, a, ["available", "error"])
+        elif op == "group_snapshot":
+            if self.group is None:
+                raise CaseFailure("the case has no group")
+            gs = self.group.snapshot()
+            a = {
+                "keys": self.group.keys(),
+                "max_keys": gs.max_keys,
+                "evictions": gs.evictions,
+                "overflows": gs.overflows,
+            }
+            if gs.keys != len(a["keys"]):
+                raise CaseFailure(f"snapshot keys {gs.keys} but {len(a['keys'])} keys listed")
+            check(expect, a, ["keys", "max_keys", "evictions", "overflows"])
         elif op == "before":
             if self.policy is None:
                 raise CaseFailure("the case has no policy")
@@ -428,7 +456,7 @@ class Ctx:
             b = self.policy.before_attempt(c)
             if isinstance(b, holdoff.Permit):
                 a = {"action": "go", "episode": b.episode, "probe": b.probe}
-                self.permits[step.get("as", "_last")] = (b, None)
+                self.permits[step.get("as", "_last")] = (b, self.policy.breaker)
             elif isinstance(b, holdoff.Wait):
                 a = {"action": "wait", "delay_ms": ms(b.delay)}
             else:
@@ -444,6 +472,7 @@ class Ctx:
             c = self.policy_calls.setdefault(call_name, holdoff.Call())
             try:
                 if "status" in step:
+                    # Any integer, as given (see classify).
                     d, cl = self.policy.after_response(c, permit, step["status"], headers(step))
                     a = decision_dict(d)
                     a["outcome"] = cl.outcome.name

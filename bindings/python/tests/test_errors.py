@@ -224,9 +224,14 @@ def test_operation_arguments() -> None:
         holdoff.RetryBudget().decide(None, "failure")  # type: ignore[arg-type]
     c = holdoff.Classifier()
     for status, exc in ((None, TypeError), ("200", TypeError), (200.0, TypeError),
-                        (99, ValueError), (600, ValueError), (-1, ValueError), (HUGE, ValueError)):
-        with pytest.raises(exc):
+                        (True, TypeError), (1000, ValueError), (-1, ValueError),
+                        (70000, ValueError), (HUGE, ValueError), (-HUGE, ValueError)):
+        with pytest.raises(exc) as e:
             c.classify(status)
+        assert e.value.field == "status" and e.value.code == "invalid_input"
+    # Every value a three-digit status line can carry classifies; outside 100..599 a failure.
+    for status in (0, 99, 600, 999):
+        assert c.classify(status).outcome == holdoff.Outcome.FAILURE
     with pytest.raises(TypeError):
         c.classify(200, headers="Retry-After: 5")
     with pytest.raises(TypeError):

@@ -249,8 +249,13 @@ def test_async_cancellation_is_recorded_as_cancelled() -> None:
             await task
 
     asyncio.run(main())
-    # the cancelled probe freed its slot and gave its window back: another probe may go now
-    assert w.breaker.snapshot().probes_in_flight == 0
+    # the cancelled probe freed its slot at once, but its window stays spent (it may have
+    # reached the upstream): the next probe goes at the next interval, not now
+    s = w.breaker.snapshot()
+    assert (s.probes_in_flight, s.probe_ready, s.retry_after) == (0, False, 30.0)
+    with pytest.raises(holdoff.BreakerOpen):
+        w.breaker.allow()
+    w.clock.set(60)
     assert w.breaker.allow().probe
 
 

@@ -66,7 +66,11 @@ def test_a_call_used_from_its_own_callback_is_refused_not_corrupted() -> None:
 # -- 2. lost probes in the helpers --------------------------------------------------------------
 
 
-def _half_open() -> holdoff.Policy:
+class _Probing(holdoff.Policy):
+    clock: holdoff.ManualClock
+
+
+def _half_open() -> _Probing:
     """A breaker whose next call is its one probe (the probe timeout is an hour)."""
     clock = holdoff.ManualClock()
     b = holdoff.Breaker(trip=holdoff.ConsecutiveFailures(1),
@@ -74,13 +78,20 @@ def _half_open() -> holdoff.Policy:
                         probe_timeout=3600, clock=clock)
     b.record(b.allow(), "failure")
     clock.advance(10)
-    return holdoff.Policy(b, holdoff.RetryBudget(clock=clock))
+    pol = _Probing(b, holdoff.RetryBudget(clock=clock))
+    pol.clock = clock
+    return pol
 
 
-def _assert_probe_freed(pol: holdoff.Policy) -> None:
+def _assert_probe_freed(pol: _Probing) -> None:
+    """The probe was recorded as cancelled: its slot is free at once, so the next probe goes at
+    the next interval (10 s), not after the hour a lost probe would hold its slot. Its own
+    window stays spent: it may have reached the upstream."""
     s = pol.breaker.snapshot()
-    assert (s.state, s.probes_in_flight, s.probe_ready) == ("half_open", 0, True)
-    assert pol.breaker.allow().probe  # the next call is the probe, now
+    assert (s.state, s.probes_in_flight, s.probe_ready, s.retry_after) == (
+        "half_open", 0, False, 10.0)
+    pol.clock.advance(10)
+    assert pol.breaker.allow().probe
 
 
 def _boom(_: Any) -> Any:
@@ -110,8 +121,9 @@ CASES = [
                  id="unknown outcome name"),
     pytest.param({}, _retry_later(-1), holdoff.InvalidInput, id="RetryLater(-1)"),
     pytest.param({}, _retry_later(math.nan), holdoff.InvalidInput, id="RetryLater(nan)"),
-    pytest.param({"http": True}, lambda: Resp(700), holdoff.InvalidInput, id="status 700"),
+    pytest.param({"http": True}, lambda: Resp(1000), holdoff.InvalidInput, id="status 1000"),
     pytest.param({"http": True}, lambda: Resp(70000), holdoff.InvalidInput, id="status 70000"),
+    pytest.param({"http": True}, lambda: Resp(-1), holdoff.InvalidInput, id="status -1"),
     pytest.param({"http": True}, lambda: object(), AttributeError, id="no status_code"),
 ]
 
@@ -152,7 +164,7 @@ def test_attempt_records_the_probe_as_cancelled() -> None:
     with pytest.raises(holdoff.InvalidInput):
         for attempt in pol.retrying(sleep=lambda d: None):
             with attempt:
-                attempt.response(700)
+                attempt.response(1000)
     _assert_probe_freed(pol)
 
     pol = _half_open()
@@ -176,7 +188,7 @@ def test_policy_after_response_records_an_impossible_status_as_cancelled() -> No
     p = pol.before_attempt(call)
     assert isinstance(p, holdoff.Permit) and p.probe
     with pytest.raises(holdoff.InvalidInput):
-        pol.after_response(call, p, 700)
+        pol.after_response(call, p, 1000)
     assert p.recorded
     _assert_probe_freed(pol)
 
@@ -225,8 +237,10 @@ CLOCK = holdoff.ManualClock()
 OPERATIONS = [
     pytest.param(lambda: holdoff.Classifier().classify(1.5), holdoff.InputTypeError,
                  id="classify(1.5)"),
-    pytest.param(lambda: holdoff.Classifier().classify(99), holdoff.InvalidInput,
-                 id="classify(99)"),
+    pytest.param(lambda: holdoff.Classifier().classify(1000), holdoff.InvalidInput,
+                 id="classify(1000)"),
+    pytest.param(lambda: holdoff.Classifier().classify(-1), holdoff.InvalidInput,
+                 id="classify(-1)"),
     pytest.param(lambda: CLOCK.advance(-1), holdoff.InvalidInput, id="advance(-1)"),
     pytest.param(lambda: CLOCK.set(math.nan), holdoff.InvalidInput, id="set(nan)"),
     pytest.param(lambda: CLOCK.advance("1"), holdoff.InputTypeError, id="advance('1')"),

@@ -35,3 +35,14 @@ def test_typed_usage() -> None:
         d = policy.after_attempt(holdoff.Call(), before, "success")
         assert d.action == "done"
     assert (state, effect, delay, events) == ("closed", "counted", 5.0, [])
+
+    group = holdoff.BreakerGroup(max_keys=100, clock=clock)
+    kept: holdoff.Breaker = group["api.example"]
+    counts: holdoff.GroupSnapshot = group.snapshot()
+    assert (kept.state, counts.keys, counts.max_keys, group.max_keys) == ("closed", 1, 100, 100)
+    strict = holdoff.RetryBudget(retry_after_cap=60, give_up_above_cap=True, clock=clock)
+    reason: Optional[holdoff.GiveUpReason] = strict.decide(
+        holdoff.RetryState(), holdoff.Outcome.retry_later(61)
+    ).reason
+    said: Optional[bool] = holdoff.Classifier().classify(409, {"x-should-retry": "true"}).should_retry
+    assert (reason, said) == ("retry_after_above_cap", True)

@@ -46,6 +46,7 @@ from ._holdoff import (
     Decision,
     FailureRate,
     FailuresInWindow,
+    GroupSnapshot,
     ManualClock,
     Outcome,
     Permit,
@@ -78,8 +79,9 @@ Reason = Literal[
 ]
 #: Why the budget gave up.
 GiveUpReason = Literal[
-    "budget_spent", "retry_after_exceeds_remaining", "backoff_exceeds_remaining",
-    "attempts_exhausted", "not_retryable", "quota_empty", "breaker_open", "cancelled",
+    "budget_spent", "retry_after_exceeds_remaining", "retry_after_above_cap",
+    "backoff_exceeds_remaining", "attempts_exhausted", "not_retryable", "quota_empty",
+    "breaker_open", "cancelled",
 ]
 #: A trip policy.
 TripPolicy = Union[ConsecutiveFailures, FailuresInWindow, FailureRate]
@@ -145,6 +147,7 @@ __all__ = [
     "FailuresInWindow",
     "GiveUp",
     "GiveUpReason",
+    "GroupSnapshot",
     "HoldoffError",
     "InvalidConfig",
     "InputTypeError",

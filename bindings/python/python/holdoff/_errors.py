@@ -189,9 +189,10 @@ class GiveUp(UpstreamUnavailable):
     """The retry helpers stopped retrying.
 
     ``reason`` is one of the budget's give-up reasons (``budget_spent``,
-    ``retry_after_exceeds_remaining``, ``backoff_exceeds_remaining``, ``attempts_exhausted``,
-    ``quota_empty``, ``breaker_open``, ...). ``retry_after`` is the server's Retry-After in seconds
-    if the last answer carried one. ``attempts`` counts the attempts made. ``result`` is the last
+    ``retry_after_exceeds_remaining``, ``retry_after_above_cap``, ``backoff_exceeds_remaining``,
+    ``attempts_exhausted``, ``quota_empty``, ``breaker_open``, ...). ``retry_after`` is the
+    server's Retry-After in seconds if the last answer carried one (with
+    ``retry_after_above_cap``: the delay it asked for, above the budget's cap). ``attempts`` counts the attempts made. ``result`` is the last
     return value when the last attempt returned (a response classified as a failure) rather than
     raised; the last exception is ``__cause__``.
     """

@@ -55,13 +55,39 @@ _CANCELLED = Outcome.CANCELLED
 # upstream answered for good, or the caller itself cancelled.
 _PASS_THROUGH = frozenset({"not_retryable", "cancelled"})
 _TIMEOUTS: Tuple[type, ...] = tuple({TimeoutError, asyncio.TimeoutError})
+# The timeout exceptions of the usual HTTP clients, by module and qualified name, so that no
+# client is imported to classify (an exception of a client that is not installed cannot occur).
+# Subclasses count too: requests' ConnectTimeout and ReadTimeout, httpx's ConnectTimeout,
+# ReadTimeout, WriteTimeout and PoolTimeout, urllib3's ReadTimeoutError and ConnectTimeoutError.
+# aiohttp's ServerTimeoutError is an asyncio.TimeoutError, caught above; it is named too so that
+# its subclasses count on Pythons where asyncio.TimeoutError is not the builtin TimeoutError.
+_CLIENT_TIMEOUTS = frozenset({
+    "requests.exceptions.Timeout",
+    "httpx.TimeoutException",
+    "httpx._exceptions.TimeoutException",
+    "urllib3.exceptions.TimeoutError",
+    "aiohttp.client_exceptions.ServerTimeoutError",
+    "aiohttp.ServerTimeoutError",
+})
+
+
+def _is_client_timeout(cls: type) -> bool:
+    for c in cls.__mro__:
+        if f"{c.__module__}.{c.__qualname__}" in _CLIENT_TIMEOUTS:
+            return True
+    return False
 
 
 def classify_exception(exc: BaseException) -> Outcome:
     """The default mapping of an exception to an outcome.
 
     * :class:`holdoff.RetryLater` -> ``Outcome.retry_later(exc.delay)``
-    * ``TimeoutError`` / ``asyncio.TimeoutError`` -> ``Outcome.TIMEOUT``
+    * ``TimeoutError`` / ``asyncio.TimeoutError``, and the read and connect timeouts of the usual
+      HTTP clients -> ``Outcome.TIMEOUT`` (the retry quota charges its ``timeout_cost``):
+      ``requests.exceptions.Timeout`` (``ReadTimeout``, ``ConnectTimeout``),
+      ``httpx.TimeoutException`` and its subclasses, ``urllib3.exceptions.TimeoutError``,
+      ``aiohttp.ServerTimeoutError``. They are recognised by their classes' names: nothing is
+      imported.
     * ``asyncio.CancelledError``, ``KeyboardInterrupt``, ``SystemExit`` and other
       ``BaseException``s that are not ``Exception``s -> ``Outcome.CANCELLED`` (counts for nothing,
       frees a probe slot, never retried)
@@ -73,6 +99,8 @@ def classify_exception(exc: BaseException) -> Outcome:
         return _TIMEOUT
     if not isinstance(exc, Exception):
         return _CANCELLED
+    if _is_client_timeout(type(exc)):
+        return _TIMEOUT
     return _FAILURE
 
 

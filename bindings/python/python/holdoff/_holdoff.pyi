@@ -8,7 +8,8 @@ from typing import Iterable, Literal, Mapping, Optional, Tuple, TypeVar, Union, 
 __version__: str
 __all__ = [
     "Backoff", "Breaker", "BreakerGroup", "Call", "Classification", "Classifier",
-    "ConsecutiveFailures", "Decision", "FailureRate", "FailuresInWindow", "ManualClock",
+    "ConsecutiveFailures", "Decision", "FailureRate", "FailuresInWindow", "GroupSnapshot",
+    "ManualClock",
     "Outcome", "Permit", "Policy", "QuotaLease", "RetryAfter", "RetryBudget", "RetryQuota",
     "RetryState", "Snapshot", "StateChange", "Stop", "SystemClock", "Wait",
     "hint_from_headers", "parse_retry_after", "__version__",
@@ -33,11 +34,15 @@ _ReasonName = Literal[
 _OutcomeName = Literal["success", "answer", "failure", "timeout", "retry_later", "cancelled"]
 _OutcomeArg = Union["Outcome", Literal["success", "answer", "failure", "timeout", "cancelled"]]
 _GiveUpReasonName = Literal[
-    "budget_spent", "retry_after_exceeds_remaining", "backoff_exceeds_remaining",
-    "attempts_exhausted", "not_retryable", "quota_empty", "breaker_open", "cancelled",
+    "budget_spent", "retry_after_exceeds_remaining", "retry_after_above_cap",
+    "backoff_exceeds_remaining", "attempts_exhausted", "not_retryable", "quota_empty",
+    "breaker_open", "cancelled",
 ]
 _UnusableName = Literal["missing", "malformed", "signed", "conflicting"]
-_HintSourceName = Literal["retry_after", "ratelimit_reset", "x_ratelimit_reset", "none"]
+_HintSourceName = Literal[
+    "retry_after_ms", "x_ms_retry_after_ms", "retry_after", "ratelimit", "ratelimit_reset",
+    "x_ratelimit_reset", "none",
+]
 
 @final
 class ManualClock:
@@ -229,14 +234,30 @@ class BreakerGroup:
         probe_timeout: Optional[_Seconds] = None,
         max_retry_later: Optional[_Seconds] = None,
         seed: Optional[int] = None,
+        max_keys: Optional[int] = None,
         clock: _ClockArg = None,
     ) -> BreakerGroup: ...
     def get(self, key: str) -> Breaker: ...
     def __getitem__(self, key: str, /) -> Breaker: ...
     def peek(self, key: str) -> Optional[Breaker]: ...
     def keys(self) -> list[str]: ...
+    @property
+    def max_keys(self) -> int: ...
+    def snapshot(self) -> GroupSnapshot: ...
     def __len__(self) -> int: ...
     def __contains__(self, key: object, /) -> bool: ...
+
+@final
+class GroupSnapshot:
+    @property
+    def keys(self) -> int: ...
+    @property
+    def max_keys(self) -> int: ...
+    @property
+    def evictions(self) -> int: ...
+    @property
+    def overflows(self) -> int: ...
+    def __eq__(self, other: object, /) -> bool: ...
 
 @final
 class RetryState:
@@ -270,6 +291,7 @@ class RetryBudget:
         *,
         max_rate_limit_duration: Optional[_Seconds] = None,
         retry_after_cap: Optional[_Seconds] = None,
+        give_up_above_cap: Optional[bool] = None,
         max_retries: Optional[int] = None,
         backoff: Optional[Backoff] = None,
         max_backoff_duration: Optional[_Seconds] = None,
@@ -277,6 +299,8 @@ class RetryBudget:
         clock: _ClockArg = None,
     ) -> RetryBudget: ...
     def decide(self, state: RetryState, outcome: _OutcomeArg) -> Decision: ...
+    @property
+    def give_up_above_cap(self) -> bool: ...
     @property
     def episode_start(self) -> Optional[float]: ...
 
@@ -327,6 +351,8 @@ class Classification:
     def outcome(self) -> Outcome: ...
     @property
     def hint(self) -> RetryAfter: ...
+    @property
+    def should_retry(self) -> Optional[bool]: ...
 
 @final
 class Classifier:
