@@ -11,11 +11,9 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use holdoff::{
-    Backoff, Breaker, BreakerConfig, BudgetConfig, Classifier, Decision, Policy, RetryBudget, TripPolicy,
-};
-use holdoff_tokio::reqwest::{HoldoffMiddleware, MiddlewareError};
-use holdoff_tokio::{Event, TokioClock};
+use holdoff::{Backoff, Breaker, BreakerConfig, BudgetConfig, Classifier, Policy, RetryBudget, TripPolicy};
+use holdoff_tokio::reqwest::{middleware_error, HoldoffMiddleware, MiddlewareError};
+use holdoff_tokio::{Last, Options, TokioClock};
 use http_body_util::Full;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
@@ -51,48 +49,50 @@ async fn serve(script: Script) -> std::io::Result<std::net::SocketAddr> {
     Ok(addr)
 }
 
-fn describe(start: Instant, e: &Event) {
-    let t = start.elapsed().as_secs_f64();
-    match e {
-        Event::Attempt { attempt, probe } => {
-            let probe = if *probe { " (breaker probe)" } else { "" };
-            println!("  [{t:5.2}s] attempt {attempt}{probe}");
-        }
-        Event::Decided {
-            outcome, decision, ..
-        } => match decision {
-            Decision::Retry {
-                delay,
-                source,
-                server_delay,
-                ..
-            } => println!(
-                "  [{t:5.2}s]   {} -> retry in {} ms ({}; server asked {:?})",
-                outcome.name(),
-                delay.as_millis(),
-                source.name(),
-                server_delay
-            ),
-            Decision::GiveUp { reason, .. } => {
-                println!("  [{t:5.2}s]   {} -> give up: {}", outcome.name(), reason.name())
-            }
-            Decision::Done => println!("  [{t:5.2}s]   {} -> done", outcome.name()),
-        },
-        Event::BreakerWait { delay } => {
-            println!("  [{t:5.2}s]   breaker open: waiting {} ms", delay.as_millis())
-        }
-        _ => println!("  [{t:5.2}s]   {e:?}"),
-    }
+/// Hooks that print each attempt and each wait, with the time since `start`.
+fn printing(start: Instant) -> Options {
+    let t = move || start.elapsed().as_secs_f64();
+    Options::new()
+        .after_attempt(move |a| {
+            let probe = if a.probe { " (breaker probe)" } else { "" };
+            println!(
+                "  [{:5.2}s] attempt {}{probe}: {}",
+                t(),
+                a.number,
+                a.outcome.name()
+            );
+        })
+        .before_wait(move |w| {
+            let server = match w.server_delay {
+                Some(d) => format!("; the server asked {} ms", d.as_millis()),
+                None => String::new(),
+            };
+            println!(
+                "  [{:5.2}s]   waiting {} ms ({}{server})",
+                t(),
+                w.delay.as_millis(),
+                w.source.name()
+            );
+        })
 }
 
 async fn get(client: &reqwest_middleware::ClientWithMiddleware, url: &str) {
     match client.get(url).send().await {
         Ok(resp) => println!("  => HTTP {}", resp.status().as_u16()),
-        Err(reqwest_middleware::Error::Middleware(e)) => match e.downcast_ref::<MiddlewareError>() {
+        Err(e) => match middleware_error(&e) {
+            Some(MiddlewareError::GiveUp {
+                reason,
+                attempts,
+                last: Last::Value(resp),
+                ..
+            }) => println!(
+                "  => gave up ({}) after {attempts} attempt(s); the last answer: HTTP {}",
+                reason.name(),
+                resp.status().as_u16()
+            ),
             Some(h) => println!("  => refused by holdoff ({}): {h}", h.name()),
-            None => println!("  => middleware error: {e}"),
+            None => println!("  => transport error: {e}"),
         },
-        Err(e) => println!("  => transport error: {e}"),
     }
 }
 
@@ -130,7 +130,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let start = Instant::now();
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-        .with(HoldoffMiddleware::new(policy.clone()).on_event(move |e| describe(start, e)))
+        .with(HoldoffMiddleware::new(policy.clone()).options(printing(start)))
         .build();
 
     let run = async {
@@ -141,7 +141,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .extend([(503, Some("1")), (429, Some("1")), (503, Some("1"))]);
         get(&client, &url).await;
 
-        println!("2. 503 without Retry-After: counted backoff, 3 failures trip the breaker");
+        println!("2. 503 without Retry-After: counted backoff, 3 failures trip the breaker, give up");
         script.lock().unwrap().extend([(503, None); 3]);
         get(&client, &url).await;
 

@@ -1,45 +1,67 @@
 //! A `reqwest-middleware` [`Middleware`] running every request through a holdoff [`Policy`]
-//! (feature `reqwest`).
+//! (feature `reqwest`): the same loop as [`crate::execute_http`].
 //!
-//! Responses are classified by the policy's HTTP [`holdoff::Classifier`] through
-//! [`Policy::after_response`]: a 429 or 503 with a usable Retry-After (RFC 9110 §10.2.3, delay
-//! seconds or an HTTP-date) becomes a retry-later wait of exactly the server's delay (capped by
-//! the budget's `retry_after_cap`, never shortened to fit: if it does not fit what is left of
-//! the rate-limit episode's budget, the middleware gives up at once); other retryable statuses
-//! and transport errors follow the budget's counted backoff. Sleeping uses
-//! [`tokio::time::sleep`].
+//! Responses are classified by the policy's HTTP [`holdoff::Classifier`]: a 429 or 503 with a
+//! usable Retry-After (RFC 9110 §10.2.3, delay seconds or an HTTP-date; also `retry-after-ms`,
+//! `RateLimit`, `X-RateLimit-Reset`) waits exactly the server's delay, capped by the budget's
+//! `retry_after_cap`, never shortened to fit (if it does not fit, the middleware gives up at
+//! once); other retryable statuses and transport errors follow the budget's counted backoff.
+//! Transport errors are classified by [`transport_outcome`] unless
+//! [`HoldoffMiddleware::classify_errors`] says otherwise.
 //!
 //! # What the client sees
-//! * A response, whenever the last attempt produced one, even a 503 after the policy gave up:
-//!   the last answer is handed back as `reqwest` would (check its status).
-//! * The last transport error, as is, when it is final.
-//! * [`reqwest_middleware::Error::Middleware`] wrapping a [`MiddlewareError`] when the breaker
-//!   refused the first attempt ([`crate::Error::BreakerOpen`]) or the policy gave up after
-//!   transport errors ([`crate::Error::GiveUp`], with the last error). Downcast with
-//!   `anyhow::Error::downcast_ref::<MiddlewareError>()`.
+//! * `Ok(response)` for a success or a final answer: a 404 is returned, not raised.
+//! * The last transport (or inner middleware) error, unchanged, when it is final.
+//! * [`reqwest_middleware::Error::Middleware`] wrapping a [`MiddlewareError`] otherwise: the
+//!   breaker refused ([`crate::Error::BreakerOpen`]), the policy gave up
+//!   ([`crate::Error::GiveUp`]: 500s or 503s until the budget, the quota or the total timeout
+//!   ran out, with the last `reqwest::Response` attached as [`crate::Last::Value`], or the last
+//!   transport error as [`crate::Last::Error`]), or an error classified as the caller's
+//!   cancellation ([`crate::Error::Cancelled`]). Downcast with
+//!   `anyhow::Error::downcast_ref::<MiddlewareError>()`, or take it with
+//!   [`middleware_error`].
 //!
-//! A transport timeout is recorded as [`Outcome::Timeout`], any other transport error as
-//! [`Outcome::Failure`], as is a status outside 100..=599 (a server breaking the protocol).
-//! A request whose body cannot be cloned (a stream) is sent once: the policy's decision is
-//! recorded but a retry cannot be made.
+//! A request whose body cannot be cloned (a stream) is sent once: if the policy would retry
+//! it, the call gives up (`attempts_exhausted`) with that attempt's response or error attached.
 //!
 //! # Cancellation
-//! Dropping the request's future while an attempt is in flight records it as
-//! [`Outcome::Cancelled`] (frees its probe slot at once).
+//! Dropping the request's future while an attempt is in flight records that attempt as
+//! [`Outcome::Cancelled`] (its probe slot freed at once).
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use holdoff::{Before, Call, Outcome, Policy};
+use holdoff::{Outcome, Policy};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next};
 
-use crate::execute::{verdict, PolicyAttempt};
-use crate::{Event, PolicyGroup};
+use crate::run::{run, Attempts, ByResponse};
+use crate::{Options, PolicyGroup};
 
-/// The error this middleware wraps in [`reqwest_middleware::Error::Middleware`].
-pub type MiddlewareError = crate::Error<reqwest_middleware::Error>;
+/// The error this middleware wraps in [`reqwest_middleware::Error::Middleware`]; a give-up
+/// carries the last `reqwest::Response` or the last transport error.
+pub type MiddlewareError = crate::Error<reqwest_middleware::Error, Response>;
 
-type Observer = Arc<dyn Fn(&Event) + Send + Sync>;
+/// The default classification of a transport error: [`Outcome::Timeout`] for
+/// `reqwest::Error::is_timeout`, [`Outcome::Failure`] for anything else (connection refused or
+/// reset, a response that does not parse, an error of an inner middleware).
+pub fn transport_outcome(e: &reqwest_middleware::Error) -> Outcome {
+    match e {
+        reqwest_middleware::Error::Reqwest(e) if e.is_timeout() => Outcome::Timeout,
+        _ => Outcome::Failure,
+    }
+}
+
+/// The [`MiddlewareError`] inside a client error, if there is one.
+pub fn middleware_error(e: &reqwest_middleware::Error) -> Option<&MiddlewareError> {
+    match e {
+        reqwest_middleware::Error::Middleware(e) => e.downcast_ref(),
+        reqwest_middleware::Error::Reqwest(_) => None,
+    }
+}
+
+type ClassifyErrors = Arc<dyn Fn(&reqwest_middleware::Error) -> Outcome + Send + Sync>;
 
 #[derive(Debug, Clone)]
 enum Select {
@@ -51,16 +73,18 @@ enum Select {
 ///
 /// ```no_run
 /// # use std::sync::Arc;
+/// # use std::time::Duration;
 /// # use holdoff::{Breaker, BreakerConfig, BudgetConfig, Classifier, Policy, RetryBudget};
-/// # use holdoff_tokio::{reqwest::HoldoffMiddleware, TokioClock};
-/// # async fn run() -> Result<(), reqwest_middleware::Error> {
+/// # use holdoff_tokio::{reqwest::HoldoffMiddleware, Options, TokioClock};
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let clock = TokioClock::shared();
-/// let breaker = Arc::new(Breaker::new(BreakerConfig::default(), clock.clone()).unwrap());
-/// let budget = Arc::new(RetryBudget::new(BudgetConfig::default(), clock).unwrap());
-/// let policy = Arc::new(Policy::new(breaker, budget, None, Classifier::default()).unwrap());
+/// let breaker = Arc::new(Breaker::new(BreakerConfig::default(), clock.clone())?);
+/// let budget = Arc::new(RetryBudget::new(BudgetConfig::default(), clock)?);
+/// let policy = Arc::new(Policy::new(breaker, budget, None, Classifier::default())?);
 ///
+/// let options = Options::new().attempt_timeout(Duration::from_secs(10))?;
 /// let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
-///     .with(HoldoffMiddleware::new(policy))
+///     .with(HoldoffMiddleware::new(policy).options(options))
 ///     .build();
 /// let response = client.get("http://127.0.0.1:8080/").send().await?;
 /// # Ok(()) }
@@ -68,39 +92,52 @@ enum Select {
 #[derive(Clone)]
 pub struct HoldoffMiddleware {
     select: Select,
-    observer: Option<Observer>,
+    options: Options,
+    classify_errors: ClassifyErrors,
 }
 
 impl std::fmt::Debug for HoldoffMiddleware {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HoldoffMiddleware")
             .field("select", &self.select)
-            .field("observer", &self.observer.is_some())
-            .finish()
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 
 impl HoldoffMiddleware {
-    /// Every request under `policy` (one upstream).
+    /// Every request under `policy` (one upstream), with the default [`Options`].
     pub fn new(policy: Arc<Policy>) -> Self {
-        HoldoffMiddleware {
-            select: Select::One(policy),
-            observer: None,
-        }
+        Self::with_select(Select::One(policy))
     }
 
     /// Each request under the policy of its URL's `host:port` (the port as written, or the
     /// scheme's default) in `group`.
     pub fn per_host(group: Arc<PolicyGroup>) -> Self {
+        Self::with_select(Select::PerHost(group))
+    }
+
+    fn with_select(select: Select) -> Self {
         HoldoffMiddleware {
-            select: Select::PerHost(group),
-            observer: None,
+            select,
+            options: Options::default(),
+            classify_errors: Arc::new(transport_outcome),
         }
     }
 
-    /// Reports each step (attempt, decision, breaker wait) to `observer`, for logs and metrics.
-    pub fn on_event(mut self, observer: impl Fn(&Event) + Send + Sync + 'static) -> Self {
-        self.observer = Some(Arc::new(observer));
+    /// The time limits and hooks of every request (see [`Options`]).
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// Classifies transport and inner-middleware errors instead of [`transport_outcome`] (an
+    /// inner middleware's error that is a final answer: [`Outcome::Answer`]).
+    pub fn classify_errors(
+        mut self,
+        classify: impl Fn(&reqwest_middleware::Error) -> Outcome + Send + Sync + 'static,
+    ) -> Self {
+        self.classify_errors = Arc::new(classify);
         self
     }
 
@@ -118,30 +155,45 @@ impl HoldoffMiddleware {
             }
         }
     }
-
-    fn observe(&self, e: &Event) {
-        if let Some(f) = &self.observer {
-            f(e);
-        }
-    }
 }
 
-fn transport_outcome(e: &reqwest_middleware::Error) -> Outcome {
-    match e {
-        reqwest_middleware::Error::Reqwest(e) if e.is_timeout() => Outcome::Timeout,
-        _ => Outcome::Failure,
-    }
+/// Each attempt sends a clone of the request down the rest of the chain, with a copy of the
+/// extensions that the attempt hands back when it ends (the caller sees the last finished
+/// attempt's); a request that cannot be cloned is sent itself, once.
+struct Sends<'n> {
+    request: Option<Request>,
+    extensions: Arc<Mutex<http::Extensions>>,
+    next: Next<'n>,
 }
 
-fn conclude(
-    result: reqwest_middleware::Result<Response>,
-    give_up: Option<holdoff::GiveUpReason>,
-    attempts: u32,
-) -> reqwest_middleware::Result<Response> {
-    crate::execute::conclude(result, give_up, attempts).map_err(|e| match e {
-        crate::Error::Operation(e) => e,
-        other => reqwest_middleware::Error::middleware(other),
-    })
+fn lock(m: &Mutex<http::Extensions>) -> MutexGuard<'_, http::Extensions> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<'n> Attempts<Response, reqwest_middleware::Error> for Sends<'n> {
+    type Fut = Pin<Box<dyn Future<Output = reqwest_middleware::Result<Response>> + Send + 'n>>;
+
+    fn start(&mut self) -> Self::Fut {
+        let req = match self.request.as_ref().and_then(Request::try_clone) {
+            Some(clone) => clone,
+            None => self
+                .request
+                .take()
+                .expect("the loop asks can_retry before a further attempt"),
+        };
+        let next = self.next.clone();
+        let shared = Arc::clone(&self.extensions);
+        let mut extensions = lock(&shared).clone();
+        Box::pin(async move {
+            let result = next.run(req, &mut extensions).await;
+            *lock(&shared) = extensions;
+            result
+        })
+    }
+
+    fn can_retry(&self) -> bool {
+        self.request.is_some()
+    }
 }
 
 #[async_trait::async_trait]
@@ -153,73 +205,18 @@ impl Middleware for HoldoffMiddleware {
         next: Next<'_>,
     ) -> reqwest_middleware::Result<Response> {
         let policy = self.policy_for(&req);
-        let mut call = Call::new();
-        let mut original = Some(req);
-        let mut last = None;
-        loop {
-            match policy.before_attempt(&mut call) {
-                Before::Go(permit) => {
-                    let attempt = call.attempts();
-                    self.observe(&Event::Attempt {
-                        attempt,
-                        probe: permit.is_probe(),
-                    });
-                    // A clone while another attempt may follow; the original if it cannot be
-                    // cloned (then this is the only attempt).
-                    let cloned = original.as_ref().and_then(Request::try_clone);
-                    let can_retry = cloned.is_some();
-                    let Some(this) = cloned.or_else(|| original.take()) else {
-                        unreachable!("a request that cannot be cloned is sent once")
-                    };
-                    let guard = PolicyAttempt::new(&policy, &mut call, permit);
-                    let result = next.clone().run(this, extensions).await;
-                    let (outcome, decision) = guard.finish(|p, c, permit| match &result {
-                        Ok(resp) if holdoff::check_status(i64::from(resp.status().as_u16())).is_ok() => {
-                            let headers = resp
-                                .headers()
-                                .iter()
-                                .filter_map(|(k, v)| v.to_str().ok().map(|v| (k.as_str(), v)));
-                            let (d, cl) = p
-                                .after_response(c, permit, resp.status().as_u16(), headers)
-                                .expect("a checked status and this policy's own permit");
-                            (cl.outcome, d)
-                        }
-                        other => {
-                            let o = match other {
-                                Err(e) => transport_outcome(e),
-                                Ok(_) => Outcome::Failure,
-                            };
-                            let d = p.after_attempt(c, permit, o).expect("this policy's own permit");
-                            (o, d)
-                        }
-                    });
-                    self.observe(&Event::Decided {
-                        attempt,
-                        outcome,
-                        decision,
-                    });
-                    match verdict(&decision) {
-                        Ok(delay) if can_retry => {
-                            last = Some(result);
-                            tokio::time::sleep(delay).await;
-                        }
-                        Ok(_) => return result,
-                        Err(give_up) => return conclude(result, give_up, attempt),
-                    }
-                }
-                Before::Wait(delay) => {
-                    self.observe(&Event::BreakerWait { delay });
-                    tokio::time::sleep(delay).await;
-                }
-                Before::GiveUp { reason, retry_after } => {
-                    return match last.take() {
-                        None => Err(reqwest_middleware::Error::middleware(
-                            MiddlewareError::BreakerOpen { retry_after },
-                        )),
-                        Some(result) => conclude(result, Some(reason), call.attempts()),
-                    };
-                }
-            }
-        }
+        let shared = Arc::new(Mutex::new(std::mem::take(extensions)));
+        let sends = Sends {
+            request: Some(req),
+            extensions: Arc::clone(&shared),
+            next,
+        };
+        let classify = &*self.classify_errors;
+        let result = run(&policy, &self.options, sends, ByResponse(classify)).await;
+        *extensions = std::mem::take(&mut *lock(&shared));
+        result.map_err(|e| match e {
+            crate::Error::Operation(e) => e,
+            other => reqwest_middleware::Error::middleware(other),
+        })
     }
 }

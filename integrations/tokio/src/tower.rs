@@ -1,11 +1,13 @@
 //! A `tower` [`Layer`] applying a holdoff [`Policy`] per request (feature `tower`).
 //!
 //! [`HoldoffLayer::new`] wraps a service in one policy; [`HoldoffLayer::keyed`] picks a policy
-//! per request from a [`PolicyGroup`] with a key extractor (per host, per tenant).
+//! per request from a [`PolicyGroup`] with a key extractor (per host, per tenant);
+//! [`HoldoffLayer::options`] sets the time limits and hooks.
 //!
-//! Each request runs [`crate::execute`]: the inner service must be `Clone` (one clone per
+//! Each request runs [`crate::execute_with`]: the inner service must be `Clone` (one clone per
 //! attempt, readied with `poll_ready` before each call) and the request must be `Clone` (one
-//! clone per attempt). Errors are [`crate::Error`] over the inner service's error.
+//! clone per attempt). Errors are [`crate::Error`] over the inner service's error and response
+//! (a give-up carries the last response when the classifier called it a failure).
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -16,7 +18,7 @@ use holdoff::{Outcome, Policy, State};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::{Error, PolicyGroup};
+use crate::{Error, Options, PolicyGroup};
 
 /// Which policy a request runs under. Implemented by [`Single`] and [`Keyed`]; not meant to be
 /// implemented elsewhere.
@@ -68,6 +70,7 @@ where
 pub struct HoldoffLayer<C, P = Single> {
     select: P,
     classify: C,
+    options: Options,
 }
 
 impl<C> HoldoffLayer<C, Single> {
@@ -76,6 +79,7 @@ impl<C> HoldoffLayer<C, Single> {
         HoldoffLayer {
             select: Single(policy),
             classify,
+            options: Options::default(),
         }
     }
 }
@@ -89,7 +93,17 @@ impl<C, K> HoldoffLayer<C, Keyed<K>> {
         HoldoffLayer {
             select: Keyed { group, key },
             classify,
+            options: Options::default(),
         }
+    }
+}
+
+impl<C, P> HoldoffLayer<C, P> {
+    /// The time limits and hooks of every request (see [`Options`]; default: no attempt
+    /// timeout, a 60 s total timeout).
+    pub fn options(mut self, options: Options) -> Self {
+        self.options = options;
+        self
     }
 }
 
@@ -101,6 +115,7 @@ impl<S, C: Clone, P: Clone> Layer<S> for HoldoffLayer<C, P> {
             inner,
             select: self.select.clone(),
             classify: self.classify.clone(),
+            options: self.options.clone(),
         }
     }
 }
@@ -111,6 +126,7 @@ pub struct HoldoffService<S, C, P = Single> {
     inner: S,
     select: P,
     classify: C,
+    options: Options,
 }
 
 impl<S, C, P> HoldoffService<S, C, P> {
@@ -131,10 +147,10 @@ where
     P: SelectPolicy<Req>,
 {
     type Response = S::Response;
-    type Error = Error<S::Error>;
-    type Future = Pin<Box<dyn Future<Output = Result<S::Response, Error<S::Error>>> + Send>>;
+    type Error = Error<S::Error, S::Response>;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, Self::Error>> + Send>>;
 
-    /// Reports an open breaker as `Ready(Err(Error::BreakerOpen { retry_after }))` when no probe
+    /// Reports an open breaker as `Ready(Err(Error::BreakerOpen { retry_after, .. }))` when no probe
     /// is due, from [`holdoff::Breaker::snapshot`], which has no side effects: no probe is spent
     /// here (admission happens in `call`), and the service stays usable: poll again after
     /// `retry_after`. Otherwise the inner service's readiness, its error as
@@ -150,6 +166,8 @@ where
             if refusing {
                 return Poll::Ready(Err(Error::BreakerOpen {
                     retry_after: s.retry_after,
+                    attempts: 0,
+                    last: None,
                 }));
             }
         }
@@ -160,9 +178,11 @@ where
         let policy = self.select.select(&req);
         let svc = self.inner.clone();
         let classify = self.classify.clone();
+        let options = self.options.clone();
         Box::pin(async move {
-            crate::execute(
+            crate::execute_with(
                 &policy,
+                &options,
                 move || {
                     let mut svc = svc.clone();
                     let req = req.clone();

@@ -2,14 +2,17 @@
 //! every test runs instantly and asserts exact (virtual) durations. No real sleeping.
 
 use std::future::pending;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use holdoff::{
-    Backoff, Breaker, BreakerConfig, BudgetConfig, Classifier, Clock, Decision, GiveUpReason, Outcome,
-    Policy, RetryBudget, State, TripPolicy, WaitSource,
+    Backoff, Breaker, BreakerConfig, BudgetConfig, Classifier, Clock, GiveUpReason, Outcome, Policy,
+    RetryBudget, State, TripPolicy, WaitPlan, WaitSource,
 };
-use holdoff_tokio::{call, execute, execute_observed, Error, Event, TokioClock};
+use holdoff_tokio::{
+    call, execute, execute_http, execute_with, AttemptReport, Error, HttpResponse, Last, Options, TokioClock,
+};
 use tokio::time::{advance, timeout, Instant};
 
 fn policy_with(breaker: BreakerConfig, budget: BudgetConfig) -> Policy {
@@ -23,12 +26,23 @@ fn policy() -> Policy {
     policy_with(BreakerConfig::default(), BudgetConfig::default())
 }
 
+/// Trips after one failure and probes every `interval` (no probe timeout in these tests).
+fn fragile(interval: Duration) -> BreakerConfig {
+    BreakerConfig {
+        trip: TripPolicy::ConsecutiveFailures { threshold: 1 },
+        open_interval: Backoff::constant(interval),
+        probe_timeout: Some(Duration::from_secs(3600)),
+        ..BreakerConfig::default()
+    }
+}
+
 /// The operation's errors in these tests: what the classifier sees.
 #[derive(Debug, Clone, PartialEq)]
 enum Fail {
     Busy(Duration),
     Down,
     NotFound,
+    Cancelled,
 }
 
 impl std::fmt::Display for Fail {
@@ -37,29 +51,49 @@ impl std::fmt::Display for Fail {
     }
 }
 
+impl std::error::Error for Fail {}
+
 fn classify<T>(r: &Result<T, Fail>) -> Outcome {
     match r {
         Ok(_) => Outcome::Success,
         Err(Fail::Busy(d)) => Outcome::RetryLater(*d),
         Err(Fail::Down) => Outcome::Failure,
         Err(Fail::NotFound) => Outcome::Answer,
+        Err(Fail::Cancelled) => Outcome::Cancelled,
     }
 }
 
-/// An operation that returns the scripted results in order and counts its calls.
+/// An operation that returns the scripted results in order (the last one repeats) and counts
+/// its calls.
 fn script(
     results: Vec<Result<u32, Fail>>,
 ) -> (
     impl FnMut() -> std::future::Ready<Result<u32, Fail>>,
-    Arc<std::sync::atomic::AtomicU32>,
+    Arc<AtomicU32>,
 ) {
-    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let calls = Arc::new(AtomicU32::new(0));
     let c = calls.clone();
     let op = move || {
-        let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst) as usize;
+        let n = c.fetch_add(1, Ordering::SeqCst) as usize;
         std::future::ready(results[n.min(results.len() - 1)].clone())
     };
     (op, calls)
+}
+
+/// Options whose hooks record every attempt and wait.
+#[allow(clippy::type_complexity)]
+fn recorded(options: Options) -> (Options, Arc<Mutex<Vec<AttemptReport>>>, Arc<Mutex<Vec<WaitPlan>>>) {
+    let attempts = Arc::new(Mutex::new(Vec::new()));
+    let waits = Arc::new(Mutex::new(Vec::new()));
+    let (a, w) = (attempts.clone(), waits.clone());
+    let options = options
+        .after_attempt(move |r| a.lock().unwrap().push(*r))
+        .before_wait(move |p| w.lock().unwrap().push(*p));
+    (options, attempts, waits)
+}
+
+fn outcomes(a: &Mutex<Vec<AttemptReport>>) -> Vec<Outcome> {
+    a.lock().unwrap().iter().map(|r| r.outcome).collect()
 }
 
 #[tokio::test(start_paused = true)]
@@ -82,7 +116,7 @@ async fn retries_after_the_servers_retry_after() {
     let (op, calls) = script(vec![Err(Fail::Busy(Duration::from_secs(2))), Ok(7)]);
     let r = execute(&p, op, classify).await;
     assert_eq!(r.unwrap(), 7);
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
     // Exactly the server's delay: the retry-later opened the breaker for 2 s and the retry is
     // its probe, admitted at exactly 2 s (inclusive).
     assert_eq!(start.elapsed(), Duration::from_secs(2));
@@ -102,28 +136,54 @@ async fn backs_off_then_gives_up_with_the_last_error() {
         },
     );
     let start = Instant::now();
+    let (options, attempts, waits) = recorded(Options::new());
     let (op, calls) = script(vec![Err(Fail::Down)]);
-    let r = execute(&p, op, classify).await;
-    match r {
-        Err(Error::GiveUp {
+    let e = execute_with(&p, &options, op, classify).await.unwrap_err();
+    assert!(e.is_upstream_unavailable());
+    assert_eq!(e.name(), "give_up");
+    match &e {
+        Error::GiveUp {
             reason,
-            last_error,
             attempts,
-        }) => {
-            assert_eq!(reason, GiveUpReason::AttemptsExhausted);
-            assert_eq!(last_error, Fail::Down);
-            assert_eq!(attempts, 3);
+            retry_after,
+            server_delay,
+            capped,
+            last: Last::Error(last),
+        } => {
+            assert_eq!(*reason, GiveUpReason::AttemptsExhausted);
+            assert_eq!(*attempts, 3);
+            assert_eq!((*retry_after, *server_delay, *capped), (None, None, false));
+            assert_eq!(*last, Fail::Down);
         }
-        other => panic!("expected a give-up, got {other:?}"),
+        other => panic!("expected a give-up with the last error, got {other:?}"),
     }
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
-    // 500 ms then 1 s of backoff.
+    assert_eq!(
+        e.to_string(),
+        "gave up after 3 attempt(s) (attempts_exhausted): Down"
+    );
+    assert_eq!(
+        std::error::Error::source(&e).map(|s| s.to_string()).as_deref(),
+        Some("Down")
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // 500 ms then 1 s of backoff, each announced to the before-wait hook.
     assert_eq!(start.elapsed(), Duration::from_millis(1500));
+    let w = waits.lock().unwrap().clone();
+    assert_eq!(
+        w.iter()
+            .map(|w| (w.attempts, w.delay, w.source))
+            .collect::<Vec<_>>(),
+        vec![
+            (1, Duration::from_millis(500), WaitSource::Backoff),
+            (2, Duration::from_secs(1), WaitSource::Backoff)
+        ]
+    );
+    assert_eq!(outcomes(&attempts), vec![Outcome::Failure; 3]);
     assert_eq!(p.breaker().snapshot().failures, 3);
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_retry_after_beyond_the_budget_gives_up_at_once() {
+async fn a_retry_after_beyond_the_budget_gives_up_at_once_with_the_servers_delay() {
     let p = policy_with(
         BreakerConfig::default(),
         BudgetConfig {
@@ -136,10 +196,21 @@ async fn a_retry_after_beyond_the_budget_gives_up_at_once() {
     // 4 s fits in 10 s; at 4 s, 6 s are left and it fits again; at 8 s, 2 s are left: the wait
     // is never shortened to fit, so the policy gives up at once.
     let (op, calls) = script(vec![Err(Fail::Busy(Duration::from_secs(4)))]);
-    let r = execute(&p, op, classify).await;
-    let e = r.unwrap_err();
-    assert_eq!(e.name(), "retry_after_exceeds_remaining", "{e}");
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 3);
+    let e = execute(&p, op, classify).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::GiveUp {
+                reason: GiveUpReason::RetryAfterExceedsRemaining,
+                retry_after: Some(d),
+                server_delay: Some(s),
+                ..
+            } if d == Duration::from_secs(4) && s == d
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.retry_after(), Some(Duration::from_secs(4)));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(start.elapsed(), Duration::from_secs(8));
 }
 
@@ -147,13 +218,17 @@ async fn a_retry_after_beyond_the_budget_gives_up_at_once() {
 async fn a_final_answer_is_the_operations_own_error() {
     let p = policy();
     let (op, calls) = script(vec![Err(Fail::NotFound)]);
-    let r = execute(&p, op, classify).await;
-    assert!(matches!(r, Err(Error::Operation(Fail::NotFound))), "{r:?}");
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let e = execute(&p, op, classify).await.unwrap_err();
+    assert!(matches!(e, Error::Operation(Fail::NotFound)), "{e:?}");
+    assert!(!e.is_upstream_unavailable());
+    assert_eq!(e.to_string(), "NotFound");
+    assert_eq!(e.into_operation_error(), Some(Fail::NotFound));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(p.breaker().snapshot().failures, 0);
 }
 
 #[tokio::test(start_paused = true)]
-async fn an_ok_called_a_failure_is_handed_back_when_the_policy_stops() {
+async fn an_ok_called_a_failure_is_attached_to_the_give_up_not_returned() {
     let p = policy_with(
         BreakerConfig::default(),
         BudgetConfig {
@@ -161,10 +236,20 @@ async fn an_ok_called_a_failure_is_handed_back_when_the_policy_stops() {
             ..BudgetConfig::default()
         },
     );
-    let (op, calls) = script(vec![Ok(503)]);
-    let r = execute(&p, op, |_: &Result<u32, Fail>| Outcome::Failure).await;
-    assert_eq!(r.unwrap(), 503);
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let (op, calls) = script(vec![Ok(500), Ok(503)]);
+    let e = execute(&p, op, |_: &Result<u32, Fail>| Outcome::Failure)
+        .await
+        .unwrap_err();
+    match e {
+        Error::GiveUp {
+            reason: GiveUpReason::AttemptsExhausted,
+            attempts: 2,
+            last: Last::Value(v),
+            ..
+        } => assert_eq!(v, 503, "the last attempt's value"),
+        other => panic!("expected a give-up with the last value, got {other:?}"),
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 
 fn trip(p: &Policy) {
@@ -180,20 +265,246 @@ async fn an_open_breaker_refuses_the_first_attempt_without_running_it() {
     let p = policy();
     trip(&p);
     let (op, calls) = script(vec![Ok(1)]);
-    let r = execute(&p, op, classify).await;
-    match r {
-        Err(Error::BreakerOpen { retry_after }) => {
-            assert_eq!(retry_after, Some(Duration::from_secs(30)))
-        }
+    let e = execute(&p, op, classify).await.unwrap_err();
+    assert!(e.is_upstream_unavailable());
+    match e {
+        Error::BreakerOpen {
+            retry_after,
+            attempts: 0,
+            last: None,
+        } => assert_eq!(retry_after, Some(Duration::from_secs(30))),
         other => panic!("expected breaker_open, got {other:?}"),
     }
-    assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
 
     p.breaker().force_open();
     let (op, _) = script(vec![Ok(1)]);
     let e = execute(&p, op, classify).await.unwrap_err();
-    assert!(matches!(e, Error::BreakerOpen { retry_after: None }));
+    assert!(matches!(
+        e,
+        Error::BreakerOpen {
+            retry_after: None,
+            ..
+        }
+    ));
     assert_eq!(e.to_string(), "circuit breaker forced open");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_waits_for_the_breaker_within_the_budget() {
+    // One failure trips; the breaker's 30 s interval is longer than the 500 ms backoff, so the
+    // retry's delay is the breaker's (never shorter), and the retry is the probe.
+    let p = policy_with(fragile(Duration::from_secs(30)), BudgetConfig::default());
+    let start = Instant::now();
+    let (options, attempts, waits) = recorded(Options::new());
+    let (op, _) = script(vec![Err(Fail::Down), Ok(4)]);
+    assert_eq!(execute_with(&p, &options, op, classify).await.unwrap(), 4);
+    assert_eq!(start.elapsed(), Duration::from_secs(30));
+    let w = waits.lock().unwrap().clone();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert_eq!(
+        (w[0].delay, w[0].source),
+        (Duration::from_secs(30), WaitSource::Breaker)
+    );
+    let a = attempts.lock().unwrap().clone();
+    assert_eq!(
+        a.iter()
+            .map(|a| (a.number, a.probe, a.outcome))
+            .collect::<Vec<_>>(),
+        vec![(1, false, Outcome::Failure), (2, true, Outcome::Success)]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attempt_past_its_timeout_is_a_timeout_and_trips_the_breaker() {
+    // A hanging upstream: each attempt is cut at 100 ms of paused time and recorded as a
+    // timeout (a failure for the breaker), never as a cancellation, so the breaker opens.
+    let p = policy_with(fragile(Duration::from_secs(10)), BudgetConfig::default());
+    let (options, attempts, _) = recorded(
+        Options::new()
+            .attempt_timeout(Duration::from_millis(100))
+            .unwrap(),
+    );
+    let start = Instant::now();
+    let e = execute_with(&p, &options, pending::<Result<u32, Fail>>, classify)
+        .await
+        .unwrap_err();
+    // Attempt 1 times out at 0.1 s and opens the breaker for 10 s; each retry waits for the
+    // breaker, probes, times out 100 ms later and re-opens it: attempts at 0, 10.1, 20.2, 30.3,
+    // 40.4 and 50.5 s. The next wait would end at 60.6 s, past the default total timeout.
+    assert!(
+        matches!(
+            e,
+            Error::GiveUp {
+                reason: GiveUpReason::TotalTimeout,
+                attempts: 6,
+                last: Last::TimedOut,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(e.to_string().ends_with(": the last attempt timed out"), "{e}");
+    assert_eq!(outcomes(&attempts), vec![Outcome::Timeout; 6]);
+    assert_eq!(start.elapsed(), Duration::from_millis(50_600));
+    let s = p.breaker().snapshot();
+    assert_eq!((s.state, s.probes, s.probes_in_flight), (State::Open, 5, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_total_timeout_bounds_waits_and_attempts() {
+    let patient = BreakerConfig {
+        trip: TripPolicy::ConsecutiveFailures { threshold: 100 },
+        ..BreakerConfig::default()
+    };
+    let p = policy_with(patient.clone(), BudgetConfig::default());
+    // Transport errors for ever: the counted backoff (0.5, 1, 2, 4, 8, 16, 32 s) would run past
+    // a minute; the default total timeout ends the call at the first wait that would.
+    let start = Instant::now();
+    let (op, calls) = script(vec![Err(Fail::Down)]);
+    let e = execute(&p, op, classify).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::GiveUp {
+                reason: GiveUpReason::TotalTimeout,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    // Attempts at 0, 0.5, 1.5, 3.5, 7.5, 15.5, 31.5 s; the next wait (32 s) ends past 60 s.
+    assert_eq!(calls.load(Ordering::SeqCst), 7);
+    assert_eq!(start.elapsed(), Duration::from_millis(31_500));
+
+    // Without a total timeout, only the budget bounds the call.
+    let p = policy_with(
+        patient,
+        BudgetConfig {
+            max_retries: 8,
+            ..BudgetConfig::default()
+        },
+    );
+    let options = Options::new().total_timeout(None).unwrap();
+    let (op, calls) = script(vec![Err(Fail::Down)]);
+    let e = execute_with(&p, &options, op, classify).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::GiveUp {
+                reason: GiveUpReason::AttemptsExhausted,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 9);
+}
+
+#[test]
+fn zero_limits_are_refused_naming_the_field() {
+    let e = Options::new().attempt_timeout(Duration::ZERO).unwrap_err();
+    assert_eq!(e.field, "execute.attempt_timeout");
+    let e = Options::new().total_timeout(Duration::ZERO).unwrap_err();
+    assert_eq!(e.field, "execute.total_timeout");
+    let o = Options::new().attempt_timeout(Duration::from_secs(1)).unwrap();
+    assert_eq!(o.execution_config().attempt_timeout, Some(Duration::from_secs(1)));
+    assert_eq!(o.execution_config().total_timeout, Some(Duration::from_secs(60)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_cancellation_seen_by_the_operation_is_error_cancelled() {
+    let p = policy_with(fragile(Duration::from_secs(10)), BudgetConfig::default());
+    let (options, attempts, _) = recorded(Options::new());
+    let (op, calls) = script(vec![Err(Fail::Cancelled)]);
+    let e = execute_with(&p, &options, op, classify).await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Cancelled {
+                attempts: 1,
+                last: Last::Error(Fail::Cancelled)
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(!e.is_upstream_unavailable());
+    assert_eq!(e.name(), "cancelled");
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(outcomes(&attempts), vec![Outcome::Cancelled]);
+    // It counted for nothing.
+    assert_eq!(p.breaker().snapshot().state, State::Closed);
+}
+
+/// Advances past the breaker's interval so that the next attempt is a probe.
+async fn probe_ready(p: &Policy, interval: Duration) {
+    let permit = p.breaker().allow().unwrap();
+    p.breaker().record(permit, Outcome::Failure).unwrap();
+    advance(interval).await;
+    assert!(p.breaker().snapshot().probe_ready);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_operation_unwinds_and_frees_its_probe() {
+    let p = Arc::new(policy_with(
+        fragile(Duration::from_secs(10)),
+        BudgetConfig::default(),
+    ));
+    probe_ready(&p, Duration::from_secs(10)).await;
+    let (options, attempts, _) = recorded(Options::new());
+    let task = {
+        let p = p.clone();
+        tokio::spawn(async move {
+            execute_with(
+                &p,
+                &options,
+                || async { panic!("a bug in the operation") },
+                classify::<u32>,
+            )
+            .await
+        })
+    };
+    let err = task.await.unwrap_err();
+    assert!(err.is_panic(), "the panic unwound out of the helper");
+    let msg = err
+        .into_panic()
+        .downcast::<&str>()
+        .map(|s| *s)
+        .unwrap_or_default();
+    assert_eq!(msg, "a bug in the operation");
+    // Recorded as cancelled: the slot is free at once, its window stays spent, nothing counted.
+    assert_eq!(outcomes(&attempts), vec![Outcome::Cancelled]);
+    let s = p.breaker().snapshot();
+    assert_eq!((s.state, s.probes, s.probes_in_flight), (State::HalfOpen, 1, 0));
+    assert!(!s.probe_ready);
+    assert_eq!(s.recoveries, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_classifier_leaves_the_attempt_to_the_executions_drop() {
+    let p = Arc::new(policy_with(
+        fragile(Duration::from_secs(10)),
+        BudgetConfig::default(),
+    ));
+    probe_ready(&p, Duration::from_secs(10)).await;
+    let (options, attempts, _) = recorded(Options::new());
+    let task = {
+        let p = p.clone();
+        tokio::spawn(async move {
+            execute_with(
+                &p,
+                &options,
+                || async { Ok::<u32, Fail>(1) },
+                |_: &Result<u32, Fail>| -> Outcome { panic!("a bug in the classifier") },
+            )
+            .await
+        })
+    };
+    assert!(task.await.unwrap_err().is_panic());
+    // No hook while unwinding; the probe is freed all the same.
+    assert_eq!(outcomes(&attempts), vec![]);
+    let s = p.breaker().snapshot();
+    assert_eq!((s.probes, s.probes_in_flight, s.recoveries), (1, 0, 0));
 }
 
 #[tokio::test(start_paused = true)]
@@ -204,16 +515,25 @@ async fn a_dropped_probe_is_recorded_as_cancelled_and_frees_its_slot_not_its_win
     assert!(p.breaker().snapshot().probe_ready);
 
     // The probe hangs; the caller's timeout drops the future while it holds the permit.
+    let (options, attempts, _) = recorded(Options::new());
     let r = timeout(
         Duration::from_secs(1),
-        execute(&p, pending::<Result<u32, Fail>>, classify),
+        execute_with(&p, &options, pending::<Result<u32, Fail>>, classify),
     )
     .await;
     assert!(r.is_err(), "the attempt never finishes");
+    assert_eq!(
+        outcomes(&attempts),
+        vec![Outcome::Cancelled],
+        "the hook saw it end"
+    );
     let s = p.breaker().snapshot();
     assert_eq!(s.probes, 1);
     assert_eq!(s.probes_in_flight, 0, "the cancelled probe freed its slot");
-    assert!(!s.probe_ready, "but its window stays spent: it may have reached the upstream");
+    assert!(
+        !s.probe_ready,
+        "but its window stays spent: it may have reached the upstream"
+    );
     assert_eq!(s.retry_after, Some(Duration::from_secs(29)));
     assert_eq!(s.recoveries, 0, "a cancellation counts for nothing");
 
@@ -224,58 +544,117 @@ async fn a_dropped_probe_is_recorded_as_cancelled_and_frees_its_slot_not_its_win
     assert_eq!(p.breaker().snapshot().recoveries, 1);
 }
 
-#[tokio::test(start_paused = true)]
-async fn a_retry_waits_for_the_breaker_within_the_budget() {
-    // One failure trips; the breaker's 30 s interval is longer than the 500 ms backoff, so the
-    // retry's delay is the breaker's (never shorter).
-    let p = policy_with(
-        BreakerConfig {
-            trip: TripPolicy::ConsecutiveFailures { threshold: 1 },
-            open_interval: Backoff::constant(Duration::from_secs(30)),
-            ..BreakerConfig::default()
-        },
-        BudgetConfig::default(),
-    );
-    let start = Instant::now();
-    let mut events = Vec::new();
-    let (op, _) = script(vec![Err(Fail::Down), Ok(4)]);
-    let r = execute_observed(&p, op, classify, |e| events.push(e.clone())).await;
-    assert_eq!(r.unwrap(), 4);
-    assert_eq!(start.elapsed(), Duration::from_secs(30));
-    assert_eq!(events.len(), 4, "{events:?}");
-    assert_eq!(
-        events[0],
-        Event::Attempt {
-            attempt: 1,
-            probe: false
-        }
-    );
-    match &events[1] {
-        Event::Decided {
-            attempt: 1,
-            outcome: Outcome::Failure,
-            decision: Decision::Retry { delay, source, .. },
-        } => {
-            assert_eq!(*delay, Duration::from_secs(30));
-            assert_eq!(*source, WaitSource::Breaker);
-        }
-        other => panic!("unexpected {other:?}"),
+/// A response of some HTTP client, as `execute_http` reads it.
+#[derive(Debug, Clone, PartialEq)]
+struct Answer {
+    status: i64,
+    retry_after: Option<&'static str>,
+}
+
+impl HttpResponse for Answer {
+    fn status(&self) -> i64 {
+        self.status
     }
-    assert_eq!(
-        events[2],
-        Event::Attempt {
-            attempt: 2,
-            probe: true
-        }
+
+    fn headers(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.retry_after.map(|v| ("Retry-After", v)).into_iter()
+    }
+}
+
+fn answers(
+    script: Vec<Answer>,
+) -> (
+    impl FnMut() -> std::future::Ready<Result<Answer, Fail>>,
+    Arc<AtomicU32>,
+) {
+    let calls = Arc::new(AtomicU32::new(0));
+    let c = calls.clone();
+    let op = move || {
+        let n = c.fetch_add(1, Ordering::SeqCst) as usize;
+        std::future::ready(Ok(script[n.min(script.len() - 1)].clone()))
+    };
+    (op, calls)
+}
+
+fn status(status: i64) -> Answer {
+    Answer {
+        status,
+        retry_after: None,
+    }
+}
+
+fn transport(e: &Fail) -> Outcome {
+    classify::<()>(&Err(e.clone()))
+}
+
+#[tokio::test(start_paused = true)]
+async fn http_responses_are_classified_by_the_policy() {
+    let p = policy_with(
+        BreakerConfig::default(),
+        BudgetConfig {
+            max_retries: 2,
+            ..BudgetConfig::default()
+        },
     );
-    assert!(matches!(
-        events[3],
-        Event::Decided {
-            attempt: 2,
-            outcome: Outcome::Success,
-            decision: Decision::Done
-        }
-    ));
+    let o = Options::new();
+    let start = Instant::now();
+    // A 503 with Retry-After waits exactly the server's delay; the 404 after it is returned.
+    let busy = Answer {
+        status: 503,
+        retry_after: Some("3"),
+    };
+    let (op, calls) = answers(vec![busy, status(404)]);
+    assert_eq!(execute_http(&p, &o, op, transport).await.unwrap(), status(404));
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(start.elapsed(), Duration::from_secs(3));
+
+    // 500s until the retries run out: a give-up with the last response attached.
+    let p = policy_with(
+        BreakerConfig::default(),
+        BudgetConfig {
+            max_retries: 2,
+            ..BudgetConfig::default()
+        },
+    );
+    let (op, calls) = answers(vec![status(500), status(500), status(502)]);
+    let e = execute_http(&p, &o, op, transport).await.unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::GiveUp {
+                reason: GiveUpReason::AttemptsExhausted,
+                attempts: 3,
+                last: Last::Value(Answer { status: 502, .. }),
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.last().and_then(Last::value), Some(&status(502)));
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_value_that_is_not_a_status_is_invalid_input_and_frees_the_probe() {
+    let p = policy_with(fragile(Duration::from_secs(10)), BudgetConfig::default());
+    probe_ready(&p, Duration::from_secs(10)).await;
+    let (op, calls) = answers(vec![status(1000)]);
+    let e = execute_http(&p, &Options::new(), op, transport)
+        .await
+        .unwrap_err();
+    match &e {
+        Error::InvalidInput {
+            field,
+            attempts,
+            value,
+        } => assert_eq!((*field, *attempts, value.status), ("status", 1, 1000)),
+        other => panic!("expected invalid_input, got {other:?}"),
+    }
+    assert_eq!(e.name(), "invalid_input");
+    assert!(!e.is_upstream_unavailable());
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let s = p.breaker().snapshot();
+    assert_eq!((s.probes, s.probes_in_flight, s.recoveries), (1, 0, 0));
 }
 
 #[tokio::test(start_paused = true)]
@@ -290,7 +669,9 @@ async fn breaker_only_call_admits_records_and_refuses() {
     assert!(matches!(
         r,
         Err(Error::BreakerOpen {
-            retry_after: Some(d)
+            retry_after: Some(d),
+            attempts: 0,
+            last: None,
         }) if d == Duration::from_secs(30)
     ));
     advance(Duration::from_secs(30)).await;

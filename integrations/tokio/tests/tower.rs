@@ -8,11 +8,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use holdoff::{
-    Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Classifier, Outcome, Policy, RetryBudget, State,
-    TripPolicy,
+    Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Classifier, GiveUpReason, Outcome, Policy,
+    RetryBudget, State, TripPolicy,
 };
 use holdoff_tokio::tower::HoldoffLayer;
-use holdoff_tokio::{Error, PolicyGroup, TokioClock};
+use holdoff_tokio::{Error, Last, Options, PolicyGroup, TokioClock};
 use tokio::time::{advance, Instant};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -87,7 +87,11 @@ async fn poll_ready_reports_an_open_breaker_without_spending_a_probe() {
     let mut svc = HoldoffLayer::new(p.clone(), by_status).layer(up.clone());
 
     match poll_fn(|cx| svc.poll_ready(cx)).await {
-        Err(Error::BreakerOpen { retry_after }) => {
+        Err(Error::BreakerOpen {
+            retry_after,
+            attempts: 0,
+            last: None,
+        }) => {
             assert_eq!(retry_after, Some(Duration::from_secs(30)))
         }
         other => panic!("expected breaker_open, got {other:?}"),
@@ -106,7 +110,7 @@ async fn poll_ready_reports_an_open_breaker_without_spending_a_probe() {
     // The next probe is a full interval away (doubled: 60 s); poll_ready says so.
     assert!(matches!(
         poll_fn(|cx| svc.poll_ready(cx)).await,
-        Err(Error::BreakerOpen { retry_after: Some(d) }) if d == Duration::from_secs(30)
+        Err(Error::BreakerOpen { retry_after: Some(d), .. }) if d == Duration::from_secs(30)
     ));
 }
 
@@ -137,17 +141,80 @@ async fn keyed_breakers_isolate_upstreams() {
     let bad = Upstream::new(&[503]);
     let mut svc = HoldoffLayer::keyed(group.clone(), host, by_status).layer(bad.clone());
 
-    // a.example fails once: its breaker opens; with no retries the 503 is handed back.
-    assert_eq!(svc.call("a.example/x".into()).await.unwrap(), 503);
+    // a.example fails once: its breaker opens; with no retries the call gives up, the 503
+    // attached.
+    match svc.call("a.example/x".into()).await {
+        Err(Error::GiveUp {
+            reason: GiveUpReason::AttemptsExhausted,
+            last: Last::Value(503),
+            ..
+        }) => {}
+        other => panic!("expected a give-up with the 503, got {other:?}"),
+    }
     let e = svc.call("a.example/y".into()).await.unwrap_err();
     assert_eq!(e.name(), "breaker_open");
     assert_eq!(bad.seen.lock().unwrap().len(), 1, "the refused request never ran");
 
-    // b.example has its own breaker, still closed.
-    assert_eq!(svc.call("b.example/x".into()).await.unwrap(), 503);
+    // b.example has its own breaker, still closed: its request runs.
+    assert_eq!(
+        svc.call("b.example/x".into()).await.unwrap_err().name(),
+        "give_up"
+    );
+    assert_eq!(bad.seen.lock().unwrap().len(), 2);
     assert_eq!(group.breakers().keys(), vec!["a.example", "b.example"]);
     assert_eq!(
         group.breakers().peek("a.example").unwrap().snapshot().state,
         State::Open
     );
+}
+
+/// Never answers.
+#[derive(Clone)]
+struct Hanging;
+
+impl Service<String> for Hanging {
+    type Response = u16;
+    type Error = Infallible;
+    type Future = std::future::Pending<Result<u16, Infallible>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _: String) -> Self::Future {
+        std::future::pending()
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_layers_options_bound_each_attempt_and_report_it() {
+    let outcomes = Arc::new(Mutex::new(Vec::new()));
+    let o = outcomes.clone();
+    let options = Options::new()
+        .attempt_timeout(Duration::from_millis(100))
+        .unwrap()
+        .total_timeout(Duration::from_secs(1))
+        .unwrap()
+        .after_attempt(move |a| o.lock().unwrap().push(a.outcome));
+    let mut svc = HoldoffLayer::new(policy(), by_status)
+        .options(options)
+        .layer(Hanging);
+    let start = Instant::now();
+    let e = svc.call("GET /".into()).await.unwrap_err();
+    // Attempts at 0, 0.6 s (after 100 ms and a 500 ms backoff); the next backoff (1 s) would
+    // end past the 1 s total timeout.
+    assert!(
+        matches!(
+            e,
+            Error::GiveUp {
+                reason: GiveUpReason::TotalTimeout,
+                attempts: 2,
+                last: Last::TimedOut,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(*outcomes.lock().unwrap(), vec![Outcome::Timeout; 2]);
+    assert_eq!(start.elapsed(), Duration::from_millis(700));
 }
