@@ -203,7 +203,7 @@ static void group_lookup(const holdoff_clock *clock, long nkeys, const char *op)
     holdoff_breaker_options o;
     holdoff_breaker_options_init(&o);
     holdoff_group *g;
-    check(holdoff_group_new(&o, clock, &g), HOLDOFF_STATUS_OK, "group_new");
+    check(holdoff_group_new_with_max_keys(&o, (size_t)nkeys, clock, &g), HOLDOFF_STATUS_OK, "group_new");
     struct lookup l = {g, malloc((size_t)nkeys * 16), nkeys};
     for (long i = 0; i < nkeys; i++) {
         holdoff_breaker *b;
@@ -312,7 +312,7 @@ static void memory(const holdoff_clock *clock) {
 
     for (int r = 0; r < SAMPLES; r++) {
         holdoff_group *g;
-        check(holdoff_group_new(&o, clock, &g), HOLDOFF_STATUS_OK, "group_new");
+        check(holdoff_group_new_with_max_keys(&o, 100000, clock, &g), HOLDOFF_STATUS_OK, "group_new");
         double h0 = heap_bytes();
         char key[16];
         for (long i = 0; i < MEM_N; i++) {
