@@ -146,7 +146,7 @@ namespace Holdoff
 
     /// <summary>Which parts a <see cref="HoldoffConfig"/> has.</summary>
     [Flags]
-    public enum ConfigParts : uint { None = 0, Breaker = 1, Budget = 2, Quota = 4, Classifier = 8, Group = 16 }
+    public enum ConfigParts : uint { None = 0, Breaker = 1, Budget = 2, Quota = 4, Classifier = 8, Group = 16, Execute = 32 }
 
     /// <summary>A configuration in holdoff's neutral JSON format (durations in milliseconds,
     /// every part and field optional), parsed and validated by the core.</summary>
@@ -174,6 +174,35 @@ namespace Holdoff
                 Status.Check(Native.holdoff_config_parts(Handle, out p));
                 return (ConfigParts)p;
             }
+        }
+
+        /// <summary>The <c>execute</c> part's <c>attempt_timeout_ms</c>: null for no limit (the
+        /// default), for <see cref="Policy.AttemptTimeout"/>.</summary>
+        public TimeSpan? AttemptTimeout
+        {
+            get
+            {
+                var o = ExecutionOptions();
+                return Limits.Span(o.AttemptTimeout, o.AttemptTimeoutNs);
+            }
+        }
+
+        /// <summary>The <c>execute</c> part's <c>total_timeout_ms</c>: null for no limit; the
+        /// core's default (60 s) when absent; for <see cref="Policy.TotalTimeout"/>.</summary>
+        public TimeSpan? TotalTimeout
+        {
+            get
+            {
+                var o = ExecutionOptions();
+                return Limits.Span(o.TotalTimeout, o.TotalTimeoutNs);
+            }
+        }
+
+        internal ExecutionOptionsC ExecutionOptions()
+        {
+            ExecutionOptionsC o;
+            Status.Check(Native.holdoff_config_execution_options(Handle, out o));
+            return o;
         }
 
         static ClockHandle ClockOf(Clock clock, out Clock temp)
@@ -258,7 +287,7 @@ namespace Holdoff
             return v.ToString("R", CultureInfo.InvariantCulture);
         }
 
-        static string Ms(TimeSpan d) { return Num(d.Ticks / 10000.0); }
+        internal static string Ms(TimeSpan d) { return Num(d.Ticks / 10000.0); }
 
         static string Backoff(BackoffOptions b)
         {

@@ -97,9 +97,9 @@ namespace Holdoff
     /// <summary>An argument out of range (Name invalid_input), e.g. a value that is not an HTTP
     /// status at all (outside 0..999, ParamName status) or a quota lease that was never acquired
     /// (ParamName lease): <see cref="ArgumentException.ParamName"/> and <see cref="Field"/> name it.</summary>
-    public sealed class HoldoffInputException : ArgumentException
+    public sealed class HoldoffInputException : ArgumentOutOfRangeException
     {
-        public HoldoffInputException(string field, string message) : base(message, field) { }
+        public HoldoffInputException(string field, string message) : base(field, message) { }
         /// <summary>The stable error name, invalid_input.</summary>
         public string Name { get { return "invalid_input"; } }
         /// <summary>The argument concerned (the same as ParamName).</summary>
@@ -123,59 +123,6 @@ namespace Holdoff
         public HoldoffConfigException(string field, string message) : base(message, field) { }
         /// <summary>The stable error name, invalid_config.</summary>
         public string Name { get { return "invalid_config"; } }
-    }
-
-    /// <summary>The breaker refused the call.</summary>
-    public sealed class BreakerOpenException : Exception
-    {
-        /// <summary>Time until a call could be admitted; null while forced open.</summary>
-        public TimeSpan? RetryAfter { get; private set; }
-        public State State { get; private set; }
-        public uint Episode { get; private set; }
-        public BreakerOpenException(TimeSpan? retryAfter, State state, uint episode)
-        {
-            RetryAfter = retryAfter;
-            State = state;
-            Episode = episode;
-        }
-
-        // Formatted when read, not when built: TryAllow hands out a refusal on every call to an
-        // open breaker, and formatting the TimeSpan there cost more than the refusal itself.
-        public override string Message
-        {
-            get
-            {
-                return RetryAfter.HasValue
-                    ? string.Format("holdoff: breaker {0}: retry after {1}", Names.Of(State), RetryAfter.Value)
-                    : string.Format("holdoff: breaker {0}: calls refused until reset", Names.Of(State));
-            }
-        }
-    }
-
-    /// <summary>ExecuteAsync stopped: why, after how many attempts; InnerException is the last
-    /// attempt's exception (or a BreakerOpenException when nothing was admitted).</summary>
-    public sealed class GiveUpException : Exception
-    {
-        public GiveUpReason Reason { get; private set; }
-        public int Attempts { get; private set; }
-        public GiveUpException(GiveUpReason reason, int attempts, Exception inner)
-            : base(string.Format("holdoff: gave up after {0} attempts ({1})", attempts, Names.Of(reason)), inner)
-        {
-            Reason = reason;
-            Attempts = attempts;
-        }
-    }
-
-    /// <summary>Thrown by the function given to ExecuteAsync to say more than "failure": an
-    /// answer (not retried) or a retry-later with the server's delay.</summary>
-    public sealed class OutcomeException : Exception
-    {
-        public Outcome Outcome { get; private set; }
-        public OutcomeException(Outcome outcome, Exception inner)
-            : base(inner != null ? inner.Message : "holdoff: " + Names.Of(outcome.Kind), inner)
-        {
-            Outcome = outcome;
-        }
     }
 
     internal static class Status
@@ -309,7 +256,7 @@ namespace Holdoff
     }
 
     /// <summary>What happened to a call, as the breaker and budget need to know it.</summary>
-    public struct Outcome : IEquatable<Outcome>
+    public partial struct Outcome : IEquatable<Outcome>
     {
         public OutcomeKind Kind { get; private set; }
         /// <summary>The provider's delay of a retry-later.</summary>
@@ -332,21 +279,22 @@ namespace Holdoff
         public bool Equals(Outcome o) { return Kind == o.Kind && Delay == o.Delay; }
         public override bool Equals(object o) { return o is Outcome && Equals((Outcome)o); }
         public override int GetHashCode() { return Kind.GetHashCode() ^ Delay.GetHashCode(); }
+        public static bool operator ==(Outcome a, Outcome b) { return a.Equals(b); }
+        public static bool operator !=(Outcome a, Outcome b) { return !a.Equals(b); }
         public override string ToString() { return Names.Of(Kind); }
 
-        /// <summary>How ExecuteAsync counts an exception: an OutcomeException says its own
-        /// outcome; cancellation of <paramref name="ct"/> is a cancellation; a TimeoutException
-        /// a timeout; anything else a failure.</summary>
-        public static Outcome Of(Exception e, CancellationToken ct)
+        /// <summary>An outcome as the C library reports it (a code, and a retry-later's delay).</summary>
+        internal static Outcome FromC(uint kind, ulong retryLaterNs)
         {
-            if (e == null) return Success;
-            var agg = e as AggregateException;
-            if (agg != null && agg.InnerExceptions.Count == 1) e = agg.InnerException;
-            var oe = e as OutcomeException;
-            if (oe != null) return oe.Outcome;
-            if (e is OperationCanceledException && ct.IsCancellationRequested) return Cancelled;
-            if (e is TimeoutException) return Timeout;
-            return Failure;
+            switch ((OutcomeKind)kind)
+            {
+                case OutcomeKind.Success: return Success;
+                case OutcomeKind.Answer: return Answer;
+                case OutcomeKind.Timeout: return Timeout;
+                case OutcomeKind.RetryLater: return RetryLater(Units.Span(retryLaterNs));
+                case OutcomeKind.Cancelled: return Cancelled;
+                default: return Failure;
+            }
         }
     }
 
@@ -489,9 +437,18 @@ namespace Holdoff
             return (Effect)effect;
         }
 
-        /// <summary>One call through the breaker: throws BreakerOpenException when refused,
-        /// otherwise runs <paramref name="fn"/>, records Outcome.Of its exception, and rethrows it.</summary>
-        public async Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
+        /// <summary>One call through the breaker, no retries: throws <see cref="BreakerOpenException"/>
+        /// when refused, otherwise runs <paramref name="fn"/> with <paramref name="ct"/> and records
+        /// what it came to (an exception as <see cref="Outcome.Classify"/> says; the cancellation of
+        /// <paramref name="ct"/>, and a programming error, as cancelled, which moves nothing), then
+        /// rethrows its exception unchanged. ArgumentNullException for a null <paramref name="fn"/>.</summary>
+        public Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
+        {
+            if (fn == null) throw new ArgumentNullException("fn");
+            return Protect(fn, ct);
+        }
+
+        async Task Protect(Func<CancellationToken, Task> fn, CancellationToken ct)
         {
             Permit p = Allow();
             try
@@ -500,7 +457,8 @@ namespace Holdoff
             }
             catch (Exception e)
             {
-                Record(p, Outcome.Of(e, ct));
+                Outcome o;
+                Record(p, Errors.Judge(e, ct, null, out o) == AttemptedC.Raised ? o : Outcome.Cancelled);
                 throw;
             }
             Record(p, Outcome.Success);
@@ -961,8 +919,10 @@ namespace Holdoff
         public void Dispose() { Handle.Dispose(); }
     }
 
-    /// <summary>One upstream's breaker, retry budget, optional quota and classifier.</summary>
-    public sealed class Policy : IDisposable
+    /// <summary>One upstream's breaker, retry budget, optional quota and classifier. The retry
+    /// helpers (ExecuteAsync, Execute, <see cref="HoldoffHandler"/>) and their options are in
+    /// Execute.cs.</summary>
+    public sealed partial class Policy : IDisposable
     {
         internal readonly PolicyHandle Handle;
         readonly List<IDisposable> owned = new List<IDisposable>();
@@ -970,14 +930,9 @@ namespace Holdoff
         /// <summary>The policy's breaker (snapshots, events).</summary>
         public Breaker Breaker { get; private set; }
 
-        /// <summary>How ExecuteAsync waits; tests replace it to move a ManualClock. The default is
-        /// <see cref="Delay"/>.</summary>
-        public Func<TimeSpan, CancellationToken, Task> Sleeper { get; set; }
-
         Policy(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
         {
             Breaker = breaker;
-            Sleeper = Units.Delay;
             Status.Check(Native.holdoff_policy_new(breaker.Handle, budget.Handle,
                 quota != null ? quota.Handle : new QuotaHandle(),
                 classifier != null ? classifier.Handle : new ClassifierHandle(), out Handle));
@@ -993,7 +948,6 @@ namespace Holdoff
         /// <summary>Builds a policy and its parts with one clock; disposing it disposes them.</summary>
         public Policy(PolicyOptions options, Clock clock = null)
         {
-            Sleeper = Units.Delay;
             Clock own = null;
             if (clock == null) clock = own = new SystemClock();
             try
@@ -1089,63 +1043,6 @@ namespace Holdoff
         {
             if (d < TimeSpan.Zero) throw new ArgumentOutOfRangeException("d", d, "must not be negative");
             return Units.Delay(d, ct);
-        }
-
-        /// <summary>Runs <paramref name="fn"/> until it succeeds or the policy gives up: waits
-        /// for an open breaker when the budget allows, retries retryable outcomes after the
-        /// policy's delay, and sleeps with <see cref="Sleeper"/> (<see cref="Delay"/>), which
-        /// <paramref name="ct"/> cancels. Throws GiveUpException wrapping the last exception.</summary>
-        public async Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
-        {
-            using (var call = new PolicyCall())
-            {
-                Exception last = null;
-                while (true)
-                {
-                    var b = Before(call);
-                    if (b.Action == BeforeAction.Wait)
-                    {
-                        await Sleep(b.Delay, ct, call, last).ConfigureAwait(false);
-                        continue;
-                    }
-                    if (b.Action == BeforeAction.GiveUp)
-                    {
-                        Exception inner = last;
-                        if (inner == null)
-                        {
-                            var s = Breaker.Snapshot();
-                            inner = new BreakerOpenException(b.RetryAfter, s.State, s.Episode);
-                        }
-                        throw new GiveUpException(b.Reason, call.Attempts, inner);
-                    }
-                    Exception error = null;
-                    try
-                    {
-                        await fn(ct).ConfigureAwait(false);
-                    }
-                    catch (Exception e)
-                    {
-                        error = e;
-                    }
-                    var d = After(call, b.Permit, Outcome.Of(error, ct));
-                    if (d.Kind == DecisionKind.Done) return;
-                    if (d.Kind == DecisionKind.GiveUp) throw new GiveUpException(d.Reason, call.Attempts, error);
-                    last = error;
-                    await Sleep(d.Delay, ct, call, last).ConfigureAwait(false);
-                }
-            }
-        }
-
-        async Task Sleep(TimeSpan d, CancellationToken ct, PolicyCall call, Exception last)
-        {
-            try
-            {
-                await Sleeper(d, ct).ConfigureAwait(false);
-            }
-            catch (OperationCanceledException e)
-            {
-                throw new GiveUpException(GiveUpReason.Cancelled, call.Attempts, last ?? e);
-            }
         }
     }
 }

@@ -1,8 +1,12 @@
 // P/Invoke declarations of include/holdoff.h and the SafeHandle of every opaque type.
 // Only blittable signatures: integers, IntPtr, byte for uint8_t, and structs of those.
 using System;
+using System.Runtime.CompilerServices;
 using System.Runtime.InteropServices;
 using Microsoft.Win32.SafeHandles;
+
+// The API tests check these structs' sizes and offsets against the C header's.
+[assembly: InternalsVisibleTo("ApiTests")]
 
 namespace Holdoff.Interop
 {
@@ -142,6 +146,34 @@ namespace Holdoff.Interop
         public ulong Capacity, RetryCost, TimeoutCost, SuccessRefill;
     }
 
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct ExecutionOptionsC
+    {
+        public UIntPtr StructSize;
+        public ulong AttemptTimeoutNs, TotalTimeoutNs;
+        public uint AttemptTimeout, TotalTimeout;
+    }
+
+    [StructLayout(LayoutKind.Sequential)]
+    internal struct StepC
+    {
+        public ulong TimeLimitNs, DelayNs, ServerDelayNs, RetryAfterNs, LastRetryLaterNs;
+        public uint Kind, Attempts, Source, Verdict, Reason, LastOutcome;
+        public byte Probe, Capped, HasTimeLimit, HasServerDelay, HasRetryAfter, HasReason, HasLastOutcome, Reserved;
+    }
+
+    /// <summary>holdoff_limit.</summary>
+    internal enum LimitC : uint { Default = 0, None = 1, Set = 2 }
+
+    /// <summary>holdoff_step_kind.</summary>
+    internal enum StepKindC : uint { Attempt = 0, Wait = 1, Finish = 2 }
+
+    /// <summary>holdoff_attempted.</summary>
+    internal enum AttemptedC : uint { Returned = 0, Raised = 1, Cancelled = 2, Bug = 3 }
+
+    /// <summary>holdoff_verdict.</summary>
+    internal enum VerdictC : uint { Return = 0, Rethrow = 1, BreakerOpen = 2, GiveUp = 3, Cancelled = 4, InvalidInput = 5 }
+
     /// <summary>A handle of the C library, released exactly once by its _free function.</summary>
     internal abstract class HoldoffHandle : SafeHandleZeroOrMinusOneIsInvalid
     {
@@ -201,6 +233,13 @@ namespace Holdoff.Interop
     internal sealed class PolicyCallHandle : HoldoffHandle
     {
         protected override bool ReleaseHandle() { return Native.holdoff_policy_call_free(handle) == 0; }
+    }
+
+    /// <summary>Freed during an attempt, the C library records that attempt as cancelled (a probe
+    /// frees its slot at once), or as a timeout past its time limit.</summary>
+    internal sealed class ExecutionHandle : HoldoffHandle
+    {
+        protected override bool ReleaseHandle() { return Native.holdoff_execution_free(handle) == 0; }
     }
 
     internal static class Native
@@ -293,6 +332,16 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_before(PolicyHandle policy, PolicyCallHandle call, out BeforeC before, out PermitC permit);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_after(PolicyHandle policy, PolicyCallHandle call, ref PermitC permit, uint outcome, ulong retryLaterNs, out DecisionC decision);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_after_response(PolicyHandle policy, PolicyCallHandle call, ref PermitC permit, long status, HeaderC[] headers, UIntPtr n, out DecisionC decision, out ClassificationC classification);
+
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_config_execution_options(ConfigHandle config, out ExecutionOptionsC options);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_options_init(out ExecutionOptionsC options);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_new(PolicyHandle policy, ref ExecutionOptionsC options, out ExecutionHandle execution);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_free(IntPtr execution);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_next_step(ExecutionHandle execution, out StepC step);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_complete(ExecutionHandle execution, uint attempted, uint outcome, ulong retryLaterNs, out StepC step);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_complete_response(ExecutionHandle execution, long status, HeaderC[] headers, UIntPtr n, out StepC step);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_cancel(ExecutionHandle execution, out StepC step);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_verdict_name(uint v);
 
         public static string Str(IntPtr p) { return p == IntPtr.Zero ? null : Marshal.PtrToStringAnsi(p); }
     }

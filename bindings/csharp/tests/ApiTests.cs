@@ -1,5 +1,6 @@
 // API tests of the C# binding (no test framework on Mono: a console program). Time moves only
-// through a ManualClock; ExecuteAsync's sleeper advances it. Prints `N passed, N failed`.
+// through a ManualClock; the retry helpers' sleeper moves it (TestTime.cs). The helpers' tests
+// are in ExecuteTests.cs, HandlerTests.cs and DeadlineStorm.cs. Prints `N passed, N failed`.
 using System;
 using System.Collections.Generic;
 using System.Diagnostics;
@@ -8,7 +9,7 @@ using System.Threading.Tasks;
 
 namespace Holdoff.Tests
 {
-    static class ApiTests
+    static partial class ApiTests
     {
         static int passed, failed;
 
@@ -103,75 +104,6 @@ namespace Holdoff.Tests
             var d = new Breaker(new BreakerOptions());
             d.Dispose();
             Throws<ObjectDisposedException>(() => d.Allow(), "use after Dispose");
-        }
-
-        static Policy TestPolicy(ManualClock clock, List<TimeSpan> slept)
-        {
-            var p = new Policy(new PolicyOptions(), clock);
-            p.Sleeper = (d, ct) =>
-            {
-                ct.ThrowIfCancellationRequested();
-                slept.Add(d);
-                clock.Advance(d);
-                return Task.FromResult(0);
-            };
-            return p;
-        }
-
-        static void PolicyExecute()
-        {
-            using (var clock = new ManualClock())
-            {
-                var slept = new List<TimeSpan>();
-                using (var p = TestPolicy(clock, slept))
-                {
-                    int attempts = 0;
-                    p.ExecuteAsync(async ct =>
-                    {
-                        await Task.Yield();
-                        attempts++;
-                        if (attempts == 1) throw new InvalidOperationException("503");
-                        if (attempts == 2) throw new OutcomeException(Outcome.RetryLater(TimeSpan.FromSeconds(2)), null);
-                    }).Wait();
-                    Check(attempts == 3, "three attempts");
-                    Check(slept.Count == 2 && slept[0] == TimeSpan.FromMilliseconds(500) && slept[1] == TimeSpan.FromSeconds(2),
-                        "backoff then Retry-After: " + string.Join(",", slept));
-                    // Half-open now (3 probe answers close it); a first attempt does not wait.
-                    var agg = Throws<AggregateException>(() => p.ExecuteAsync(ct => Task.FromResult(0)).Wait(), "half-open policy");
-                    var gu = agg != null ? agg.InnerException as GiveUpException : null;
-                    Check(gu != null && gu.Reason == GiveUpReason.BreakerOpen && gu.InnerException is BreakerOpenException,
-                        "gives up with a BreakerOpenException inside");
-                    p.Breaker.Reset();
-                    agg = Throws<AggregateException>(() => p.ExecuteAsync(ct =>
-                    {
-                        throw new OutcomeException(Outcome.Answer, new KeyNotFoundException("404"));
-                    }).Wait(), "answer");
-                    gu = agg != null ? agg.InnerException as GiveUpException : null;
-                    Check(gu != null && gu.Reason == GiveUpReason.NotRetryable && gu.Attempts == 1, "answers are not retried");
-                }
-                using (var p = TestPolicy(clock, slept))
-                using (var cts = new CancellationTokenSource())
-                {
-                    slept.Clear();
-                    var agg = Throws<AggregateException>(() => p.ExecuteAsync(ct =>
-                    {
-                        cts.Cancel();
-                        throw new InvalidOperationException("503");
-                    }, cts.Token).Wait(), "cancelled");
-                    var gu = agg != null ? agg.InnerException as GiveUpException : null;
-                    Check(gu != null && gu.Reason == GiveUpReason.Cancelled && slept.Count == 0, "cancellation gives up at once");
-                }
-            }
-            // The real sleeper (Task.Delay) is cancelled by the token.
-            using (var p = new Policy(new PolicyOptions()))
-            using (var cts = new CancellationTokenSource())
-            {
-                var task = p.ExecuteAsync(ct => { throw new OutcomeException(Outcome.RetryLater(TimeSpan.FromHours(1)), null); }, cts.Token);
-                cts.Cancel();
-                var agg = Throws<AggregateException>(() => task.Wait(), "cancelled during Task.Delay");
-                var gu = agg != null ? agg.InnerException as GiveUpException : null;
-                Check(gu != null && gu.Reason == GiveUpReason.Cancelled, "Task.Delay cancelled");
-            }
         }
 
         static void HttpAndQuota()
@@ -522,7 +454,9 @@ namespace Holdoff.Tests
             }
             ConfigErrors();
             BreakerBasics();
-            PolicyExecute();
+            ExecuteHelpers();
+            HandlerHelpers();
+            DeadlineStorm();
             HttpAndQuota();
             Groups();
             BudgetAboveCap();

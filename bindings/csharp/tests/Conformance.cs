@@ -1,6 +1,7 @@
 // The C# conformance runner: every case of conformance/cases through the Holdoff API,
-// following conformance/README.md (mirrors core/tests/conformance.rs). Prints one line per case
-// and ends with `N passed, N failed, N skipped`. HOLDOFF_CASES=substring filters case ids.
+// following conformance/README.md (mirrors core/tests/conformance.rs). Prints one line per case,
+// one per (case, helper flavour) for a case with an `execute` step (ConformanceExecute.cs), and
+// ends with `N passed, N failed, N skipped`. HOLDOFF_CASES=substring filters case ids.
 using System;
 using System.Collections;
 using System.Collections.Generic;
@@ -33,6 +34,8 @@ namespace Holdoff.Tests
         public RetryQuota Quota;
         public Classifier Classifier;
         public Policy Policy;
+        /// <summary>The helper flavour an `execute` step runs through (null without one).</summary>
+        public string Flavour;
         public readonly Dictionary<string, NamedPermit> Permits = new Dictionary<string, NamedPermit>();
         public readonly Dictionary<string, RetryState> States = new Dictionary<string, RetryState>();
         public readonly Dictionary<string, PolicyCall> Calls = new Dictionary<string, PolicyCall>();
@@ -54,14 +57,14 @@ namespace Holdoff.Tests
     {
         const int SuiteVersion = 2;
 
-        static object Ms(TimeSpan d)
+        internal static object Ms(TimeSpan d)
         {
             long ticks = d.Ticks;
             if (ticks % TimeSpan.TicksPerMillisecond == 0) return (double)(ticks / TimeSpan.TicksPerMillisecond);
             return ticks / 10000.0;
         }
 
-        static object OptMs(TimeSpan? d) { return d.HasValue ? Ms(d.Value) : null; }
+        internal static object OptMs(TimeSpan? d) { return d.HasValue ? Ms(d.Value) : null; }
 
         static double? AsNumber(object o)
         {
@@ -93,7 +96,7 @@ namespace Holdoff.Tests
             return false;
         }
 
-        static string Show(object o)
+        internal static string Show(object o)
         {
             if (o == null) return "null";
             if (o is bool) return (bool)o ? "true" : "false";
@@ -109,7 +112,7 @@ namespace Holdoff.Tests
             return "{" + string.Join(",", a.Select(kv => "\"" + kv.Key + "\":" + Show(kv.Value))) + "}";
         }
 
-        static void Check(JsonNode expect, Dictionary<string, object> actual, params string[] known)
+        internal static void Check(JsonNode expect, Dictionary<string, object> actual, params string[] known)
         {
             if (expect == null) return;
             if (expect.Kind != JsonKind.Object) throw new CaseFailure("expect must be an object");
@@ -123,7 +126,7 @@ namespace Holdoff.Tests
             }
         }
 
-        static Outcome OutcomeOf(JsonNode v)
+        internal static Outcome OutcomeOf(JsonNode v)
         {
             if (v == null) throw new CaseFailure("the step needs an outcome");
             if (v.Kind == JsonKind.String)
@@ -174,7 +177,7 @@ namespace Holdoff.Tests
             return a;
         }
 
-        static List<KeyValuePair<string, string>> Headers(JsonNode step)
+        internal static List<KeyValuePair<string, string>> Headers(JsonNode step)
         {
             var list = step.Get("headers");
             var hs = new List<KeyValuePair<string, string>>();
@@ -208,7 +211,12 @@ namespace Holdoff.Tests
                 if ((parts & ConfigParts.Budget) != 0) c.Budget = c.Config.NewRetryBudget(c.Clock);
                 if ((parts & ConfigParts.Quota) != 0) c.Quota = c.Config.NewRetryQuota();
                 c.Classifier = c.Config.NewClassifier();
-                if (cs.True("policy")) c.Policy = Policy.Compose(c.Breaker, c.Budget, c.Quota, c.Classifier);
+                if (cs.True("policy"))
+                {
+                    c.Policy = Policy.Compose(c.Breaker, c.Budget, c.Quota, c.Classifier);
+                    c.Policy.AttemptTimeout = c.Config.AttemptTimeout;
+                    c.Policy.TotalTimeout = c.Config.TotalTimeout;
+                }
                 return c;
             }
             catch
@@ -248,7 +256,7 @@ namespace Holdoff.Tests
             }
             a["admitted"] = false;
             a["retry_after_ms"] = OptMs(refusal.RetryAfter);
-            a["state"] = Names.Of(refusal.State);
+            a["state"] = Names.Of(refusal.State.Value);
             return false;
         }
 
@@ -565,17 +573,22 @@ namespace Holdoff.Tests
                     Check(expect, a, "decision", "delay_ms", "source", "server_delay_ms", "capped", "reason", "error", "outcome");
                     return;
                 }
+                case "execute":
+                    if (c.Policy == null) throw new CaseFailure("the case has no policy");
+                    ExecuteStep.Run(c, step, expect);
+                    return;
             }
             throw new CaseFailure("unknown op \"" + op + "\"");
         }
 
-        static void RunCase(JsonNode cs)
+        static void RunCase(JsonNode cs, string flavour)
         {
             var expectError = cs.Get("expect_error");
             Ctx c;
             try
             {
                 c = Build(cs);
+                c.Flavour = flavour;
             }
             catch (Exception e)
             {
@@ -653,16 +666,20 @@ namespace Holdoff.Tests
                     string id = cs.Str("id", null);
                     if (id == null || !ids.Add(id)) throw new InvalidDataException(file + ": missing or duplicate case id " + id);
                     if (!id.Contains(filter)) continue;
-                    try
+                    foreach (var flavour in ExecuteStep.Flavours(cs))
                     {
-                        RunCase(cs);
-                        passed++;
-                        Console.WriteLine("ok   " + id);
-                    }
-                    catch (Exception e)
-                    {
-                        failed++;
-                        Console.WriteLine("FAIL " + id + ": " + (e is CaseFailure ? e.Message : e.ToString()));
+                        string name = flavour != null ? id + " [" + flavour + "]" : id;
+                        try
+                        {
+                            RunCase(cs, flavour);
+                            passed++;
+                            Console.WriteLine("ok   " + name);
+                        }
+                        catch (Exception e)
+                        {
+                            failed++;
+                            Console.WriteLine("FAIL " + name + ": " + (e is CaseFailure ? e.Message : e.ToString()));
+                        }
                     }
                 }
             }
