@@ -266,6 +266,8 @@ struct Run {
     deadline: Option<Instant>,
     started: bool,
     last_outcome: Option<Outcome>,
+    // The wait last handed out, for `stop`.
+    last_wait: Option<WaitPlan>,
 }
 
 fn out_of_order(rule: &str) -> HoldoffError {
@@ -289,6 +291,7 @@ impl<P: Deref<Target = Policy>> Execution<P> {
                 deadline: None,
                 started: false,
                 last_outcome: None,
+                last_wait: None,
             },
         })
     }
@@ -371,15 +374,20 @@ impl<P: Deref<Target = Policy>> Execution<P> {
                     time_limit: limit,
                 };
                 self.run.state = State::Attempting { permit, deadline };
+                self.run.last_wait = None;
                 Step::Attempt(plan)
             }
-            Before::Wait(delay) => Step::Wait(WaitPlan {
-                attempts: self.run.call.attempts(),
-                delay,
-                source: WaitSource::Breaker,
-                capped: false,
-                server_delay: None,
-            }),
+            Before::Wait(delay) => {
+                let w = WaitPlan {
+                    attempts: self.run.call.attempts(),
+                    delay,
+                    source: WaitSource::Breaker,
+                    capped: false,
+                    server_delay: None,
+                };
+                self.run.last_wait = Some(w);
+                Step::Wait(w)
+            }
             Before::GiveUp { retry_after, .. } => {
                 let attempts = self.run.call.attempts();
                 self.run.finish(Verdict::BreakerOpen {
@@ -450,6 +458,31 @@ impl<P: Deref<Target = Policy>> Execution<P> {
             .after_within(&mut self.run.call, permit, c.outcome, &now, remaining)
             .map_err(HoldoffError::from)?;
         Ok(self.run.decided(policy, c.outcome, false, decision, &now))
+    }
+
+    /// The helper cannot make the attempt a [`Step::Wait`] leads to (a request whose body it
+    /// cannot send twice): finishes now with [`Verdict::GiveUp`] `attempts_exhausted`, carrying
+    /// the wait it would have made as `retry_after` and its server delay and `capped`. Allowed
+    /// only right after a wait; once finished, it returns the verdict unchanged. Errors
+    /// (`invalid_input` naming `execution`) otherwise.
+    pub fn stop(&mut self) -> Result<Verdict, HoldoffError> {
+        if let State::Finished(v) = self.run.state {
+            return Ok(v);
+        }
+        match (&self.run.state, self.run.last_wait) {
+            (State::Ready, Some(w)) if self.run.started => {
+                let v = Verdict::GiveUp(GaveUp {
+                    reason: GiveUpReason::AttemptsExhausted,
+                    attempts: self.run.call.attempts(),
+                    retry_after: Some(w.delay),
+                    server_delay: w.server_delay,
+                    capped: w.capped,
+                });
+                self.run.finish(v);
+                Ok(v)
+            }
+            _ => Err(out_of_order("stop follows a wait: there is no attempt to forgo")),
+        }
     }
 
     /// The caller cancelled outside an attempt (during a wait, or before starting): finishes
@@ -524,13 +557,15 @@ impl Run {
                 capped,
             } => {
                 // The policy already gave up if the wait would not end within the total timeout.
-                return Step::Wait(WaitPlan {
+                let w = WaitPlan {
                     attempts,
                     delay,
                     source,
                     capped,
                     server_delay,
-                });
+                };
+                self.last_wait = Some(w);
+                return Step::Wait(w);
             }
             Decision::GiveUp { reason, server_delay } => match reason {
                 GiveUpReason::NotRetryable if raised => Verdict::Rethrow {
@@ -627,6 +662,29 @@ mod tests {
         assert_eq!(p.breaker().snapshot().probes_in_flight, 1);
         drop(e);
         assert_eq!(p.breaker().snapshot().probes_in_flight, 0);
+    }
+
+    #[test]
+    fn stop_after_a_wait_gives_up_with_that_wait() {
+        let clock = ManualClock::new();
+        let p = policy(&clock);
+        let mut e = Execution::new(&p, NO_LIMITS).unwrap();
+        assert_eq!(e.stop().unwrap_err().name(), "invalid_input");
+        e.next_step().unwrap();
+        let wait = e.complete(Attempted::Raised(Outcome::Failure)).unwrap();
+        let Step::Wait(w) = wait else { panic!("{wait:?}") };
+        let v = e.stop().unwrap();
+        assert_eq!(
+            v,
+            Verdict::GiveUp(GaveUp {
+                reason: GiveUpReason::AttemptsExhausted,
+                attempts: 1,
+                retry_after: Some(w.delay),
+                server_delay: None,
+                capped: false,
+            })
+        );
+        assert_eq!(e.next_step().unwrap(), Step::Finish(v));
     }
 
     #[test]

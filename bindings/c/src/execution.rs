@@ -655,6 +655,30 @@ pub unsafe extern "C" fn holdoff_execution_cancel(
     }
 }
 
+/// The caller cannot make the attempt a `WAIT` step leads to (a request body it cannot send
+/// twice): finishes the call with `HOLDOFF_VERDICT_GIVE_UP`, reason `attempts_exhausted`, the
+/// forgone wait as `retry_after`, and writes that `FINISH` step to `*out`. Once finished, it
+/// writes the verdict unchanged.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `execution` unless the last step was a `WAIT`;
+/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+///
+/// # Safety
+/// `execution` must be NULL or a live execution handle; `out` NULL or valid for a write.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_execution_stop(
+    execution: *const holdoff_execution,
+    out: *mut holdoff_step,
+) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        drive(execution, out, |e| {
+            let v = e.stop()?;
+            Ok(step_to_c(e, Step::Finish(v)))
+        })
+    }
+}
+
 /// The stable name of a `holdoff_verdict` (`return`, `rethrow`, `breaker_open`, `give_up`,
 /// `cancelled`, `invalid_input`; the core's names); NULL for an unknown value. Static string.
 #[no_mangle]

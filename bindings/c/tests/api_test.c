@@ -1056,6 +1056,21 @@ static void test_execution_loop(void) {
     CHECK_STATUS(holdoff_execution_cancel(x, &s), HOLDOFF_STATUS_OK);
     CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_CANCELLED && s.attempts == 1);
     holdoff_execution_free(x);
+    /* The same wait, but the caller cannot send the request again: stop gives up as retries
+     * exhausted, with the forgone wait as retry_after; stop before any wait is out of order. */
+    x = execution(p, NULL);
+    CHECK_STATUS(holdoff_execution_stop(x, &s), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "execution") == 0);
+    CHECK_STATUS(holdoff_breaker_reset(b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_execution_complete(x, HOLDOFF_ATTEMPTED_RAISED, HOLDOFF_OUTCOME_FAILURE, 0, &s),
+                 HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_WAIT && s.delay_ns == 10 * SEC);
+    CHECK_STATUS(holdoff_execution_stop(x, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.kind == HOLDOFF_STEP_KIND_FINISH && s.verdict == HOLDOFF_VERDICT_GIVE_UP && s.attempts == 1);
+    CHECK(s.has_reason && s.reason == HOLDOFF_GIVE_UP_REASON_ATTEMPTS_EXHAUSTED);
+    CHECK(s.has_retry_after && s.retry_after_ns == 10 * SEC);
+    holdoff_execution_free(x);
     /* A first attempt is refused at once while open. */
     x = execution(p, NULL);
     CHECK_STATUS(holdoff_execution_next_step(x, &s), HOLDOFF_STATUS_OK);
