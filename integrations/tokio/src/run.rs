@@ -207,15 +207,9 @@ where
             }
             Step::Wait(w) => {
                 if !source.can_retry() {
-                    // No further attempt can be made: the retry the policy wanted is given up.
-                    return Err(Error::GiveUp {
-                        reason: holdoff::GiveUpReason::AttemptsExhausted,
-                        attempts: w.attempts,
-                        retry_after: Some(w.delay),
-                        server_delay: w.server_delay,
-                        capped: w.capped,
-                        last: last.expect("a wait follows an attempt"),
-                    });
+                    // No further attempt can be made: the core ends the call (retries
+                    // exhausted, the forgone wait as retry_after).
+                    break d.exec.stop().expect("the loop stops right after a wait");
                 }
                 options.report_wait(&w);
                 tokio::time::sleep(w.delay).await;
