@@ -190,11 +190,12 @@ func TestPolicyDoRetriesWithBackoffAndRetryAfter(t *testing.T) {
 		t.Fatalf("refusal: %+v", open)
 	}
 	p.Breaker().Reset()
-	notFound := errors.New("404")
-	err = p.Do(context.Background(), func(context.Context) error { return holdoff.AsAnswer(notFound) })
-	var gu *holdoff.GiveUpError
-	if !errors.As(err, &gu) || gu.Reason != holdoff.NotRetryable || !errors.Is(err, notFound) || gu.Attempts != 1 {
-		t.Fatalf("answer: %v", err)
+	// An error classified as an answer is the caller's result: returned unchanged, not retried.
+	notFound := holdoff.AsAnswer(errors.New("404"))
+	attempts = 0
+	err = p.Do(context.Background(), func(context.Context) error { attempts++; return notFound })
+	if err != notFound || attempts != 1 || errors.Is(err, holdoff.ErrUpstreamUnavailable) {
+		t.Fatalf("answer: %v after %d attempts", err, attempts)
 	}
 }
 
@@ -204,11 +205,16 @@ func TestPolicyDoHonoursCancellation(t *testing.T) {
 	var slept []time.Duration
 	p := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig(), holdoff.WithClock(clock), advancing(clock, &slept)))
 	defer p.Close()
+	// The caller cancels during an attempt: the call ends with the caller's context.Canceled,
+	// unretried, and the attempt counts for nothing.
 	ctx, cancel := context.WithCancel(context.Background())
 	err := p.Do(ctx, func(context.Context) error { cancel(); return errors.New("503") })
-	var gu *holdoff.GiveUpError
-	if !errors.As(err, &gu) || gu.Reason != holdoff.CancelledReason || len(slept) != 0 {
+	if err != context.Canceled || len(slept) != 0 || p.Breaker().Snapshot().Failures != 0 {
 		t.Fatalf("cancelled during the call: %v (slept %v)", err, slept)
+	}
+	// A context that has ended before the call: fn is not called.
+	if err := p.Do(ctx, func(context.Context) error { t.Fatal("called"); return nil }); err != context.Canceled {
+		t.Fatalf("cancelled before the call: %v", err)
 	}
 	// The real timer sleep returns as soon as the context ends.
 	real := must(holdoff.NewPolicy(holdoff.DefaultPolicyConfig()))
@@ -219,13 +225,12 @@ func TestPolicyDoHonoursCancellation(t *testing.T) {
 	go func() {
 		done <- real.Do(ctx, func(context.Context) error {
 			close(called)
-			return holdoff.AsRetryLater(time.Hour, errors.New("429"))
+			return holdoff.AsRetryLater(30*time.Second, errors.New("429"))
 		})
 	}()
 	<-called
 	cancel()
-	err = <-done
-	if !errors.Is(err, context.Canceled) || !errors.As(err, &gu) || gu.Reason != holdoff.CancelledReason {
+	if err = <-done; err != context.Canceled {
 		t.Fatalf("cancelled during the wait: %v", err)
 	}
 }

@@ -123,39 +123,18 @@ func (p *Permit) Episode() uint32 { return uint32(p.c.episode) }
 // IsProbe reports whether the call is a probe of an open breaker.
 func (p *Permit) IsProbe() bool { return p.c.probe != 0 }
 
-// BreakerOpenError is the error of a refused call. It matches ErrBreakerOpen and
-// ErrUpstreamUnavailable with errors.Is.
-type BreakerOpenError struct {
-	// RetryAfter is the time until a call could be admitted (see HasRetryAfter).
-	RetryAfter time.Duration
-	// HasRetryAfter is false while forced open: nothing is admitted until a reset.
-	HasRetryAfter bool
-	// State is the breaker's state when it refused.
-	State State
-	// Episode is the open episode's number.
-	Episode uint32
-}
-
-func (e *BreakerOpenError) Error() string {
-	if !e.HasRetryAfter {
-		return fmt.Sprintf("holdoff: breaker %s: calls refused until reset", e.State)
-	}
-	return fmt.Sprintf("holdoff: breaker %s: retry after %v", e.State, e.RetryAfter)
-}
-
-// Unwrap returns ErrBreakerOpen (which wraps ErrUpstreamUnavailable).
-func (e *BreakerOpenError) Unwrap() error { return ErrBreakerOpen }
-
 // Breaker is a circuit breaker for one upstream. Share one between every goroutine that calls
 // the upstream. While closed, Allow and recording a success take no lock and read no clock.
 type Breaker struct {
 	h handleRef[*C.holdoff_breaker]
+	// clock is the clock it reads (nil: a system clock), where a policy's attempts time out.
+	clock Clock
 }
 
 func freeBreaker(p *C.holdoff_breaker) { C.holdoff_breaker_free(p) }
 
-func wrapBreaker(p *C.holdoff_breaker) *Breaker {
-	b := &Breaker{}
+func wrapBreaker(p *C.holdoff_breaker, clock Clock) *Breaker {
+	b := &Breaker{clock: clock}
 	b.h.init(p, "Breaker", freeBreaker)
 	b.h.cleanup = runtime.AddCleanup(b, freeBreaker, p)
 	return b
@@ -185,7 +164,8 @@ func (b *Breaker) Close() error {
 
 func refusalErr(r *C.holdoff_refusal) *BreakerOpenError {
 	d, has := optDur(r.has_retry_after, r.retry_after_ns)
-	return &BreakerOpenError{RetryAfter: d, HasRetryAfter: has, State: State(r.state), Episode: uint32(r.episode)}
+	return &BreakerOpenError{Unavailable: Unavailable{Reason: BreakerOpenReason, RetryAfter: d, HasRetryAfter: has},
+		State: State(r.state), Episode: uint32(r.episode)}
 }
 
 // Allow asks to make a call: it admits it (closed, disabled, or as a due probe) or refuses it
@@ -229,8 +209,13 @@ func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
 	return Effect(effect), nil
 }
 
-// Do makes one call through the breaker: if refused, it returns a *BreakerOpenError without
-// calling fn; otherwise it calls fn and records OutcomeOf(ctx, err). It returns fn's error.
+// Do makes one call through the breaker, with no retry: if refused, it returns a
+// *BreakerOpenError without calling fn; otherwise it calls fn with ctx and records what fn
+// returned, classified as Policy.Do classifies it (OutcomeOf), and returns fn's error. A
+// panic in fn (or runtime.Goexit) is a programming error: the call is recorded as cancelled
+// (a probe frees its slot) and the panic goes on. An AsRetryLater with a negative delay is
+// recorded as cancelled too, and returned as an error matching ErrInvalidInput joined with
+// fn's error.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
 	// One use for the whole call: a Close meanwhile lets it record its outcome.
 	h, err := b.h.acquire()
@@ -248,12 +233,19 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 	default:
 		return errOf(st)
 	}
+	recorded := false
+	defer func() {
+		if !recorded { // fn panicked or exited the goroutine, or its outcome was not valid
+			C.holdoff_breaker_record(h, &p.c, C.HOLDOFF_OUTCOME_CANCELLED, 0, nil)
+		}
+	}()
 	err = fn(ctx)
-	o := OutcomeOf(ctx, err)
+	_, o := classify(ctx, false, err, nil)
 	kind, ns, oerr := o.c()
 	if oerr != nil {
-		return errors.Join(err, oerr)
+		return errors.Join(oerr, err)
 	}
+	recorded = true
 	st = C.holdoff_breaker_record(h, &p.c, kind, ns, nil)
 	if st != C.HOLDOFF_STATUS_OK {
 		return errors.Join(err, errOf(st))
@@ -398,13 +390,14 @@ const (
 // new key gets an overflow breaker the group does not keep: no call fails because the group is
 // full. Snapshot counts evictions and overflows.
 type BreakerGroup struct {
-	h handleRef[*C.holdoff_group]
+	h     handleRef[*C.holdoff_group]
+	clock Clock // the clock its breakers read (nil: a system clock)
 }
 
 func freeGroup(p *C.holdoff_group) { C.holdoff_group_free(p) }
 
-func wrapGroup(p *C.holdoff_group) *BreakerGroup {
-	g := &BreakerGroup{}
+func wrapGroup(p *C.holdoff_group, clock Clock) *BreakerGroup {
+	g := &BreakerGroup{clock: clock}
 	g.h.init(p, "BreakerGroup", freeGroup)
 	g.h.cleanup = runtime.AddCleanup(g, freeGroup, p)
 	return g
@@ -453,7 +446,7 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return wrapBreaker(p), nil
+	return wrapBreaker(p, g.clock), nil
 }
 
 // Len is the number of breakers the group keeps (overflow breakers are not kept). It panics

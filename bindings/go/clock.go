@@ -4,8 +4,8 @@ package holdoff
 import "C"
 
 import (
-	"context"
 	"runtime"
+	"sync"
 	"time"
 )
 
@@ -44,9 +44,19 @@ func (c *SystemClock) Close() error {
 
 // ManualClock moves only when told to: for tests and simulations. Times are durations since
 // its origin (0 at creation); WallOrigin is the wall time at the origin, used only for
-// Retry-After HTTP-dates.
+// Retry-After HTTP-dates. The time limits of Do and DoHTTP attempts run on a policy's clock:
+// on a ManualClock they pass when Set or Advance moves it past them, never by the wall clock.
 type ManualClock struct {
 	h handleRef[*C.holdoff_clock]
+
+	mu     sync.Mutex
+	timers map[*manualTimer]struct{}
+}
+
+// manualTimer runs fire once the clock shows at least at (ns since the origin).
+type manualTimer struct {
+	at   uint64
+	fire func()
 }
 
 // NewManualClock creates a manual clock at 0 whose origin is wallOrigin on the wall. Errors: an
@@ -82,7 +92,11 @@ func (c *ManualClock) Set(t time.Duration) error {
 		return err
 	}
 	defer c.h.release()
-	return errOf(C.holdoff_clock_set(h, ns))
+	if err := errOf(C.holdoff_clock_set(h, ns)); err != nil {
+		return err
+	}
+	c.fireDue(h)
+	return nil
 }
 
 // Advance moves the clock forward by d (saturating). Errors: ErrInvalidInput for a negative d.
@@ -96,7 +110,59 @@ func (c *ManualClock) Advance(d time.Duration) error {
 		return err
 	}
 	defer c.h.release()
-	return errOf(C.holdoff_clock_advance(h, ns))
+	if err := errOf(C.holdoff_clock_advance(h, ns)); err != nil {
+		return err
+	}
+	c.fireDue(h)
+	return nil
+}
+
+// afterFunc runs fire (on the goroutine that moves the clock) once the clock shows d more
+// than it does now, unless stop is called first; stop reports whether it prevented it. After
+// Close the clock cannot move, so the timer never fires.
+func (c *ManualClock) afterFunc(d time.Duration, fire func()) (stop func() bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{at: ^uint64(0), fire: fire}
+	if h, err := c.h.acquire(); err == nil {
+		var now C.uint64_t
+		C.holdoff_clock_now(h, &now)
+		c.h.release()
+		t.at = uint64(now) + uint64(d)
+		if t.at < uint64(now) { // the clock's axis saturates, and so does the timer
+			t.at = ^uint64(0)
+		}
+	}
+	if c.timers == nil {
+		c.timers = map[*manualTimer]struct{}{}
+	}
+	c.timers[t] = struct{}{}
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, pending := c.timers[t]
+		delete(c.timers, t)
+		return pending
+	}
+}
+
+// fireDue runs the timers the clock has reached. Reading the time under the lock orders it
+// with afterFunc's reading: a timer set before this move is due from its own start.
+func (c *ManualClock) fireDue(h *C.holdoff_clock) {
+	c.mu.Lock()
+	var now C.uint64_t
+	C.holdoff_clock_now(h, &now)
+	var due []*manualTimer
+	for t := range c.timers {
+		if t.at <= uint64(now) {
+			due = append(due, t)
+			delete(c.timers, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range due {
+		t.fire()
+	}
 }
 
 // Now is the clock's time since its origin.
@@ -126,9 +192,9 @@ type Option func(*options)
 
 type options struct {
 	clock      Clock
-	sleep      func(context.Context, time.Duration) error
 	maxKeys    int
 	hasMaxKeys bool
+	call       callOptions
 }
 
 func optionsOf(opts []Option) options {
@@ -146,7 +212,7 @@ func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 // it, DefaultMaxKeys). Any other n, 0 included, is refused by the core (an *Error matching
 // ErrInvalidConfig, field group.max_keys), never taken as the default. Config.NewBreakerGroup
 // refuses it (its configuration holds the bound); constructors of other objects ignore it, as
-// they ignore WithSleeper.
+// they ignore the options of Do and DoHTTP (WithSleeper, WithAttemptTimeout, ...).
 func WithMaxKeys(n int) Option { return func(o *options) { o.maxKeys, o.hasMaxKeys = n, true } }
 
 // withClock runs f with the clock handle the options name, or a temporary system clock

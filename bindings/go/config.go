@@ -275,6 +275,9 @@ const (
 	PartClassifier ConfigPart = C.HOLDOFF_CONFIG_CLASSIFIER
 	// PartGroup: the configuration bounds breaker groups (group.max_keys).
 	PartGroup ConfigPart = C.HOLDOFF_CONFIG_GROUP
+	// PartExecute: the configuration has time limits for the retry helpers
+	// (Config.ExecuteOptions).
+	PartExecute ConfigPart = C.HOLDOFF_CONFIG_EXECUTE
 )
 
 // ParseConfig parses and validates a JSON configuration. Errors: an *Error matching
@@ -323,7 +326,7 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrapBreaker(p), nil
+	return wrapBreaker(p, optionsOf(opts).clock), nil
 }
 
 // NewBreakerGroup builds a breaker group whose template is the breaker part (defaults if
@@ -354,7 +357,7 @@ func (c *Config) newBreakerGroup(opts []Option) (*BreakerGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrapGroup(p), nil
+	return wrapGroup(p, optionsOf(opts).clock), nil
 }
 
 // NewRetryBudget builds a retry budget from the budget part (defaults if absent).

@@ -1,8 +1,9 @@
 package holdoff_test
 
 // The conformance runner: every case of conformance/cases through the package's public API,
-// one subtest per case, following conformance/README.md (mirrors core/tests/conformance.rs).
-// HOLDOFF_CASES=substring runs only the matching case ids.
+// one subtest per case, following conformance/README.md (mirrors core/tests/conformance.rs);
+// a case with an execute step runs once per helper flavour, `<id> [Do]` and `<id> [DoHTTP]`
+// (conformance_execute_test.go). HOLDOFF_CASES=substring runs only the matching case ids.
 
 import (
 	"bytes"
@@ -222,6 +223,9 @@ type ctx struct {
 	leases      map[string]*holdoff.QuotaLease
 	// fromGroup are the breakers the group handed out, closed with the case.
 	fromGroup []*holdoff.Breaker
+	// flavour is the helper flavour of this run (flavourDo, flavourDoHTTP; "" without an
+	// execute step).
+	flavour string
 }
 
 func (c *ctx) close() {
@@ -670,6 +674,11 @@ func (c *ctx) step(step obj) error {
 		}
 		return check(expect, a, "decision", "delay_ms", "source", "server_delay_ms", "capped", "reason", "error",
 			"outcome")
+	case "execute":
+		if c.flavour == "" {
+			return fmt.Errorf("an execute step outside a flavour's run")
+		}
+		return c.execute(step, c.flavour)
 	}
 	return fmt.Errorf("unknown op %q", op)
 }
@@ -691,9 +700,10 @@ func hintObj(h holdoff.Hint, a obj) {
 	}
 }
 
-func runCase(cs obj) error {
+func runCase(cs obj, flavour string) error {
 	c, err := build(cs)
 	defer c.close()
+	c.flavour = flavour
 	expectErr, wantErr := cs["expect_error"]
 	switch {
 	case err != nil && wantErr:
@@ -791,15 +801,21 @@ func TestConformance(t *testing.T) {
 		if !strings.Contains(id, filter) {
 			continue
 		}
-		ok := t.Run(id, func(t *testing.T) {
-			if err := runCase(cs); err != nil {
-				t.Error(err)
+		for _, flavour := range flavoursOf(cs) {
+			name := id
+			if flavour != "" {
+				name += " [" + flavour + "]"
 			}
-		})
-		if ok {
-			passed++
-		} else {
-			failed++
+			ok := t.Run(name, func(t *testing.T) {
+				if err := runCase(cs, flavour); err != nil {
+					t.Error(err)
+				}
+			})
+			if ok {
+				passed++
+			} else {
+				failed++
+			}
 		}
 	}
 	if passed+failed == 0 {

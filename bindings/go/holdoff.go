@@ -4,8 +4,9 @@
 //
 // It links the C ABI's static library (bindings/c, libholdoff.a) through cgo and holds no
 // breaker or budget logic of its own: it converts types (time.Duration everywhere), maps
-// errors (errors.Is with ErrBreakerOpen, ErrInvalidConfig, ...), sleeps with timers and
-// honours context cancellation in the Do helpers.
+// errors (errors.Is with ErrBreakerOpen, ErrInvalidConfig, ...), and runs the core's retry
+// loop of one call (holdoff_execution) in Policy.Do and Policy.DoHTTP: each attempt with its
+// own context and time limit, waits on timers that the caller's context cancels.
 //
 // Every object (Breaker, BreakerGroup, RetryBudget, RetryQuota, Classifier, Policy, clocks,
 // Config) is safe for concurrent use by many goroutines. Each holds a handle of the C library:
@@ -56,7 +57,8 @@ func LiveHandles() uint64 { return uint64(C.holdoff_debug_live_handles()) }
 
 var (
 	// ErrUpstreamUnavailable is the family of "the upstream cannot be called now" errors:
-	// ErrBreakerOpen wraps it.
+	// *BreakerOpenError (ErrBreakerOpen) and *GiveUpError match it, each carrying an
+	// Unavailable (reason, attempts, retry after, the server's delay, capped, the last error).
 	ErrUpstreamUnavailable = errors.New("holdoff: upstream unavailable")
 	// ErrBreakerOpen: the breaker refused the call. Errors returned for it are
 	// *BreakerOpenError, which carries the retry time.

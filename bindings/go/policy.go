@@ -4,89 +4,10 @@ package holdoff
 import "C"
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"io"
-	"net/http"
 	"runtime"
 	"time"
 )
-
-// OutcomeError marks an error with the outcome the breaker and budget should count for it.
-// Return one from the function given to Do to say more than "failure".
-type OutcomeError struct {
-	Outcome Outcome
-	Err     error
-}
-
-func (e *OutcomeError) Error() string {
-	if e.Err == nil {
-		return "holdoff: " + e.Outcome.Kind.String()
-	}
-	return e.Err.Error()
-}
-
-func (e *OutcomeError) Unwrap() error { return e.Err }
-
-// AsAnswer marks err as an answer: the upstream is reachable but retrying will not help (a
-// 404, a validation error). Not retried; it proves the upstream reachable.
-func AsAnswer(err error) error { return &OutcomeError{Outcome: Answer, Err: err} }
-
-// AsRetryLater marks err as the upstream asking to be left alone for d (a 429 or 503 with
-// Retry-After): the breaker opens for d and the budget waits it.
-func AsRetryLater(d time.Duration, err error) error {
-	return &OutcomeError{Outcome: RetryLaterOutcome(d), Err: err}
-}
-
-// OutcomeOf is how Do helpers count a call's error: nil is a success; an *OutcomeError says
-// its own outcome; the end of ctx, context.DeadlineExceeded or a net-style Timeout() error is
-// a timeout when the deadline passed, context.Canceled a cancellation; anything else is a
-// failure.
-func OutcomeOf(ctx context.Context, err error) Outcome {
-	if err == nil {
-		return Success
-	}
-	var oe *OutcomeError
-	if errors.As(err, &oe) {
-		return oe.Outcome
-	}
-	if ctx != nil && ctx.Err() != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return Timeout
-		}
-		return Cancelled
-	}
-	var t interface{ Timeout() bool }
-	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &t) && t.Timeout()) {
-		return Timeout
-	}
-	if errors.Is(err, context.Canceled) {
-		return Cancelled
-	}
-	return Failure
-}
-
-// GiveUpError is returned by Policy.Do when it stops: why, after how many attempts, and the
-// last attempt's error (Unwrap), or a *BreakerOpenError if no attempt was admitted.
-type GiveUpError struct {
-	Reason   GiveUpReason
-	Attempts int
-	// ServerDelay is the server's last Retry-After (HasServerDelay).
-	ServerDelay    time.Duration
-	HasServerDelay bool
-	Err            error
-}
-
-func (e *GiveUpError) Error() string {
-	msg := fmt.Sprintf("holdoff: gave up after %d attempts (%s)", e.Attempts, e.Reason)
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	return msg
-}
-
-func (e *GiveUpError) Unwrap() error { return e.Err }
 
 // BeforeAction is what a policy says before an attempt.
 type BeforeAction uint32
@@ -115,33 +36,22 @@ type Before struct {
 	HasRetryAfter bool
 }
 
-// Policy composes one upstream's breaker, retry budget, optional quota and classifier.
+// Policy composes one upstream's breaker, retry budget, optional quota and classifier. Do and
+// DoHTTP run a logical call under it.
 type Policy struct {
 	h       handleRef[*C.holdoff_policy]
 	parts   []io.Closer
 	breaker *Breaker
-	sleep   func(context.Context, time.Duration) error
+	// clock is the breaker's manual clock, on which attempts time out (nil: the system clock).
+	clock *ManualClock
+	// call holds the defaults of Do and DoHTTP.
+	call callOptions
 }
 
-// PolicyOption configures NewPolicy and ComposePolicy beyond the clock.
+// PolicyOption configures NewPolicy and ComposePolicy: the clock, and defaults for every Do
+// and DoHTTP of the policy (WithSleeper, WithAttemptTimeout, WithTotalTimeout, WithOnRetry,
+// WithOnAttempt, WithClassifier), which a call's own options override.
 type PolicyOption = Option
-
-// WithSleeper replaces the timer-based sleep of Do and DoHTTP (tests pass one that advances a
-// ManualClock). It must return ctx.Err() if ctx ends first.
-func WithSleeper(sleep func(context.Context, time.Duration) error) Option {
-	return func(o *options) { o.sleep = sleep }
-}
-
-func sleepTimer(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 func freePolicy(p *C.holdoff_policy)          { C.holdoff_policy_free(p) }
 func freePolicyCall(p *C.holdoff_policy_call) { C.holdoff_policy_call_free(p) }
@@ -182,10 +92,13 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 	if err != nil {
 		return nil, err
 	}
-	pol := &Policy{breaker: b, sleep: o.sleep}
-	if pol.sleep == nil {
-		pol.sleep = sleepTimer
+	// The call defaults are checked now, by the core, rather than at the first call.
+	if err := o.call.check(p); err != nil {
+		C.holdoff_policy_free(p)
+		return nil, err
 	}
+	pol := &Policy{breaker: b, call: o.call}
+	pol.clock, _ = b.clock.(*ManualClock)
 	pol.h.init(p, "Policy", freePolicy)
 	pol.h.cleanup = runtime.AddCleanup(pol, freePolicy, p)
 	return pol, nil
@@ -193,7 +106,9 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 
 // ComposePolicy composes existing parts (q and cls may be nil: no quota, the default
 // classifier). The breaker and the budget must read the same clock (ErrInvalidConfig, field
-// policy.clock, otherwise). The policy keeps the parts alive; their owner still closes them.
+// policy.clock, otherwise); the time limits of Do and DoHTTP attempts run on it. The policy
+// keeps the parts alive; their owner still closes them. Errors: also ErrInvalidConfig naming
+// an invalid time limit among opts (execute.attempt_timeout, execute.total_timeout).
 func ComposePolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, opts ...Option) (*Policy, error) {
 	return newPolicy(b, budget, q, cls, opts)
 }
@@ -263,8 +178,8 @@ func NewPolicy(cfg PolicyConfig, opts ...Option) (*Policy, error) {
 func (p *Policy) Breaker() *Breaker { return p.breaker }
 
 // Close releases the policy and the parts NewPolicy built. Safe to call twice and
-// concurrently with other methods (a Do in flight finishes its current step on the live
-// handles and then gives up with ErrClosed).
+// concurrently with other methods: a Do in flight runs to its end on the core's policy, which
+// its call keeps alive; later calls return ErrClosed.
 func (p *Policy) Close() error {
 	if p.h.close() {
 		for _, c := range p.parts {
@@ -400,136 +315,4 @@ func (p *Policy) afterResponse(h *C.holdoff_policy, call *PolicyCall, permit *Pe
 		return Decision{}, Classification{}, err
 	}
 	return decisionOf(&d), classificationOf(&cl), nil
-}
-
-func (p *Policy) refusal(b Before) error {
-	// The state is read again, for the error's information only (none if the breaker was
-	// closed meanwhile).
-	var s Snapshot
-	if h, err := p.breaker.h.acquire(); err == nil {
-		s, _ = snapshotOf(h)
-		p.breaker.h.release()
-	}
-	return &BreakerOpenError{RetryAfter: b.RetryAfter, HasRetryAfter: b.HasRetryAfter, State: s.State,
-		Episode: s.Episode}
-}
-
-// Do runs fn under the policy until it succeeds or the policy gives up: it waits for an open
-// breaker when the budget allows, retries after each retryable outcome (OutcomeOf) with the
-// policy's delay, and sleeps with a timer that ctx cancels. It returns nil on success or a
-// *GiveUpError that wraps the last error (or a *BreakerOpenError when nothing was admitted).
-func (p *Policy) Do(ctx context.Context, fn func(context.Context) error) error {
-	// One use of the policy for the whole call: a Close meanwhile cannot free it mid-step.
-	h, err := p.h.acquire()
-	if err != nil {
-		return err
-	}
-	defer p.h.release()
-	call := p.NewCall()
-	defer call.Close()
-	var last error
-	for {
-		if err := p.h.alive(); err != nil { // closed while waiting: stop retrying
-			return &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
-		}
-		b, permit, err := p.before(h, call)
-		if err != nil {
-			return errors.Join(err, last)
-		}
-		switch b.Action {
-		case Wait:
-			if err := p.sleep(ctx, b.Delay); err != nil {
-				return &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
-			}
-			continue
-		case Stop:
-			err := last
-			if err == nil {
-				err = p.refusal(b)
-			}
-			return &GiveUpError{Reason: b.Reason, Attempts: call.Attempts(), Err: err}
-		}
-		err = fn(ctx)
-		d, aerr := p.after(h, call, permit, OutcomeOf(ctx, err))
-		if aerr != nil {
-			return errors.Join(err, aerr)
-		}
-		switch d.Kind {
-		case Done:
-			return nil
-		case GiveUp:
-			return &GiveUpError{Reason: d.Reason, Attempts: call.Attempts(), ServerDelay: d.ServerDelay,
-				HasServerDelay: d.HasServerDelay, Err: err}
-		}
-		last = err
-		if serr := p.sleep(ctx, d.Delay); serr != nil {
-			return &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(serr, last)}
-		}
-	}
-}
-
-// DoHTTP is Do for HTTP: each response is classified by status and headers (x-should-retry
-// and the delay hints HintFromHeaders reads); the bodies of responses that are retried are drained and closed. It
-// returns the final response on success; when it gives up after a response (a 404, a 503
-// beyond the budget) it returns that response too, with a *GiveUpError: close its body.
-func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Response, error)) (*http.Response, error) {
-	h, err := p.h.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer p.h.release()
-	call := p.NewCall()
-	defer call.Close()
-	var last error
-	for {
-		if err := p.h.alive(); err != nil {
-			return nil, &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
-		}
-		b, permit, err := p.before(h, call)
-		if err != nil {
-			return nil, errors.Join(err, last)
-		}
-		switch b.Action {
-		case Wait:
-			if err := p.sleep(ctx, b.Delay); err != nil {
-				return nil, &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(err, last)}
-			}
-			continue
-		case Stop:
-			err := last
-			if err == nil {
-				err = p.refusal(b)
-			}
-			return nil, &GiveUpError{Reason: b.Reason, Attempts: call.Attempts(), Err: err}
-		}
-		resp, err := fn(ctx)
-		var d Decision
-		var aerr error
-		if err != nil || resp == nil {
-			d, aerr = p.after(h, call, permit, OutcomeOf(ctx, err))
-		} else {
-			d, _, aerr = p.afterResponse(h, call, permit, resp.StatusCode, HeadersOf(resp.Header))
-			if resp.StatusCode >= 400 {
-				err = fmt.Errorf("holdoff: HTTP %s", resp.Status)
-			}
-		}
-		if aerr != nil {
-			return resp, errors.Join(err, aerr)
-		}
-		switch d.Kind {
-		case Done:
-			return resp, nil
-		case GiveUp:
-			return resp, &GiveUpError{Reason: d.Reason, Attempts: call.Attempts(), ServerDelay: d.ServerDelay,
-				HasServerDelay: d.HasServerDelay, Err: err}
-		}
-		if resp != nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
-		last = err
-		if serr := p.sleep(ctx, d.Delay); serr != nil {
-			return nil, &GiveUpError{Reason: CancelledReason, Attempts: call.Attempts(), Err: errors.Join(serr, last)}
-		}
-	}
 }
