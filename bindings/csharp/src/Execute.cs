@@ -154,9 +154,10 @@ namespace Holdoff
                         continue;
                     }
                     var delay = run.Waiting();
+                    if (delay == null) continue;
                     try
                     {
-                        await run.Sleeper(delay, ct).ConfigureAwait(false);
+                        await run.Sleeper(delay.Value, ct).ConfigureAwait(false);
                     }
                     catch (Exception e) when (ct.IsCancellationRequested)
                     {
@@ -183,9 +184,10 @@ namespace Holdoff
                         continue;
                     }
                     var delay = run.Waiting();
+                    if (delay == null) continue;
                     try
                     {
-                        run.Sleeper(delay, ct).GetAwaiter().GetResult();
+                        run.Sleeper(delay.Value, ct).GetAwaiter().GetResult();
                     }
                     catch (Exception e) when (ct.IsCancellationRequested)
                     {

@@ -103,6 +103,15 @@ namespace Holdoff
             return s;
         }
 
+        /// <summary>Right after a wait: the caller cannot make the attempt it leads to; the C
+        /// library ends the call (retries exhausted, the forgone wait as RetryAfter).</summary>
+        public StepC Stop()
+        {
+            StepC s;
+            Status.Check(Native.holdoff_execution_stop(handle, out s));
+            return s;
+        }
+
         /// <summary>During an attempt, the C library records it as cancelled (or as a timeout
         /// past its limit): a probe is never held by a call that ended in an exception.</summary>
         public void Dispose() { handle.Dispose(); }
@@ -204,15 +213,18 @@ namespace Holdoff
             }
         }
 
-        /// <summary>Before a wait: calls OnRetry and returns the delay. A call that cannot make
-        /// another attempt gives up here (attempts_exhausted, with the wait it would have made as
-        /// its RetryAfter).</summary>
-        public TimeSpan Waiting()
+        /// <summary>Before a wait: calls OnRetry and returns the delay; null when the call cannot
+        /// make another attempt (a request it cannot send again), which the C library then ends
+        /// (retries exhausted, the forgone wait as RetryAfter).</summary>
+        public TimeSpan? Waiting()
         {
             var delay = Units.Span(step.DelayNs);
             var server = Units.Opt(step.HasServerDelay, step.ServerDelayNs);
             if (hasLast && canRetry != null && !canRetry())
-                throw new GiveUpException(GiveUpReason.AttemptsExhausted, (int)step.Attempts, delay, server, step.Capped != 0, LastError, LastResult);
+            {
+                step = exec.Stop();
+                return null;
+            }
             if (onRetry != null)
                 onRetry(new RetryWait((int)step.Attempts, delay, (WaitSource)step.Source, step.Capped != 0, server, LastError, LastResult));
             return delay;

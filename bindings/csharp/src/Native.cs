@@ -341,6 +341,7 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_complete(ExecutionHandle execution, uint attempted, uint outcome, ulong retryLaterNs, out StepC step);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_complete_response(ExecutionHandle execution, long status, HeaderC[] headers, UIntPtr n, out StepC step);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_cancel(ExecutionHandle execution, out StepC step);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_stop(ExecutionHandle execution, out StepC step);
         [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_verdict_name(uint v);
 
         public static string Str(IntPtr p) { return p == IntPtr.Zero ? null : Marshal.PtrToStringAnsi(p); }
