@@ -23,6 +23,8 @@
 //!   cannot be forged, and the core refuses them twice or on another breaker or quota.
 //! * **Objects** are `Send + Sync` (uniffi requires it): the core's objects are, and per-call
 //!   state sits behind a mutex.
+//! * **The retry loop** is the core's `Execution`, an object here ([`Execution`]): the Kotlin
+//!   helpers (`execute`, `executeHttp`) run attempts, sleep and call hooks; it decides the rest.
 //! * **Clocks**: every constructor takes an optional [`ManualClock`]; without one, a
 //!   process-wide monotonic system clock is shared, so a breaker and a budget built apart can
 //!   still be composed into a [`Policy`] (which needs one clock for one reading per decision).
@@ -35,11 +37,13 @@ use holdoff::units;
 
 mod breaker;
 mod budget;
+mod execution;
 mod http;
 mod policy;
 
 pub use breaker::*;
 pub use budget::*;
+pub use execution::*;
 pub use http::*;
 pub use policy::*;
 
@@ -93,7 +97,7 @@ impl Duration {
 
     /// Checked by the core's `units` rules (negative, too large: refused naming `field`), then
     /// converted exactly.
-    fn checked(self, field: &str) -> Result<StdDuration, holdoff::ConfigError> {
+    pub(crate) fn checked(self, field: &str) -> Result<StdDuration, holdoff::ConfigError> {
         units::from_millis_f64(field, self.as_f64_millis())?;
         // Exact from the parts; the check above refused anything negative or too large.
         let total = i128::from(self.0.millis) * 1_000_000 + i128::from(self.0.nanos);

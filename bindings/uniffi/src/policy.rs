@@ -1,5 +1,6 @@
-//! One upstream's breaker, budget, quota and classifier composed (DESIGN §5). The Kotlin
-//! `execute` helpers are built on `before_attempt` and `after_attempt` only.
+//! One upstream's breaker, budget, quota and classifier composed (DESIGN §5), with the pieces
+//! of a hand-written retry loop (`before_attempt`, `after_attempt`). The Kotlin helpers are the
+//! core's loop instead: [`crate::Execution`].
 
 use std::sync::{Arc, Mutex};
 
@@ -63,7 +64,7 @@ pub struct ResponseDecision {
 /// clock at most once.
 #[derive(Debug, uniffi::Object)]
 pub struct Policy {
-    inner: holdoff::Policy,
+    pub(crate) inner: Arc<holdoff::Policy>,
     breaker: Arc<Breaker>,
     budget: Arc<RetryBudget>,
     quota: Option<Arc<RetryQuota>>,
@@ -81,12 +82,12 @@ impl Policy {
         classifier: Option<Arc<Classifier>>,
     ) -> Result<Arc<Self>, HoldoffError> {
         let classifier = classifier.map(|c| c.inner.clone()).unwrap_or_default();
-        let inner = holdoff::Policy::new(
+        let inner = Arc::new(holdoff::Policy::new(
             Arc::clone(&breaker.inner),
             Arc::clone(&budget.inner),
             quota.as_ref().map(|q| Arc::clone(&q.inner)),
             classifier,
-        )?;
+        )?);
         Ok(Arc::new(Policy {
             inner,
             breaker,

@@ -1,13 +1,9 @@
 package dev.holdoff
 
-import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.TimeoutCancellationException
-import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitCancellation
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.launch
-import kotlinx.coroutines.test.TestScope
-import kotlinx.coroutines.test.currentTime
 import kotlinx.coroutines.test.runCurrent
 import kotlinx.coroutines.test.runTest
 import kotlinx.coroutines.withTimeout
@@ -18,7 +14,6 @@ import org.junit.jupiter.api.Assertions.assertSame
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
-import java.io.IOException
 import java.time.Instant
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
@@ -33,85 +28,12 @@ import kotlin.time.Duration.Companion.seconds
 class ApiTest {
     private val trip1 = BreakerConfig(trip = TripPolicy.Consecutive(1))
 
-    // The manual clock follows the test scheduler's virtual time, so that delays taken by
-    // execute (virtual under runTest) are seen by the breaker and the budget.
-    private fun TestScope.sync(clock: ManualClock) = clock.set(currentTime.milliseconds)
-
-    private fun TestScope.sleeper(clock: ManualClock): suspend (Duration) -> Unit = { d ->
-        delay(d)
-        sync(clock)
-    }
-
     private fun policy(clock: ManualClock, breaker: BreakerConfig = BreakerConfig(), budget: BudgetConfig = BudgetConfig()) =
         Policy(Breaker(breaker, clock), RetryBudget(budget, clock), null, Classifier(null, clock))
 
     private inline fun <reified E : HoldoffException> refused(block: () -> Unit): E = assertThrows<E> { block() }
 
-    // --- execute -------------------------------------------------------------------------
-
-    @Test
-    fun `execute retries transient failures on the budget's backoff, in virtual time`() = runTest {
-        val clock = ManualClock()
-        val p = policy(clock)
-        var attempts = 0
-        val result = p.execute {
-            sync(clock)
-            attempts++
-            if (attempts < 3) throw IOException("connection reset")
-            "ok"
-        }
-        assertEquals("ok", result)
-        assertEquals(3, attempts)
-        assertEquals(1500L, currentTime) // 500 ms, then 1 s: the default backoff
-    }
-
-    @Test
-    fun `execute gives up with the original exception when retries are exhausted`() = runTest {
-        val clock = ManualClock()
-        val p = policy(clock, budget = BudgetConfig(maxRetries = 2))
-        var attempts = 0
-        val e = assertThrows<IOException> {
-            p.execute {
-                sync(clock)
-                attempts++
-                throw IOException("down #$attempts")
-            }
-        }
-        assertEquals("down #3", e.message)
-        assertEquals(3, attempts)
-    }
-
-    @Test
-    fun `executeHttp honours Retry-After as given`() = runTest {
-        val clock = ManualClock()
-        val p = policy(clock)
-        val responses = ArrayDeque(listOf(429 to "7", 200 to ""))
-        val (status, _) = p.executeHttp(
-            status = { it.first },
-            headers = { headersOf("Retry-After" to it.second) },
-            sleep = sleeper(clock),
-        ) {
-            sync(clock)
-            responses.removeFirst()
-        }
-        assertEquals(200, status)
-        assertEquals(7000L, currentTime) // the breaker opened for the same 7 s, then admitted a probe
-        assertEquals(State.HALF_OPEN, p.breaker().snapshot().state)
-    }
-
-    @Test
-    fun `a result classified as failure is returned when the policy gives up`() = runTest {
-        val clock = ManualClock()
-        val p = policy(clock, budget = BudgetConfig(maxRetries = 1))
-        var attempts = 0
-        val r = p.execute(classifyResult = { code: Int -> if (code >= 500) Outcome.Failure else Outcome.Success }) {
-            sync(clock)
-            attempts++
-            503
-        }
-        assertEquals(503, r)
-        assertEquals(2, attempts)
-    }
+    // --- the breaker around one call (the retry helpers: ExecuteTest) ---------------------
 
     @Test
     fun `coroutine cancellation is recorded as cancelled and frees the probe's slot, not its window`() = runTest {
@@ -138,20 +60,7 @@ class ApiTest {
     }
 
     @Test
-    fun `a policy call cancelled mid-attempt records cancelled, not a failure`() = runTest {
-        val clock = ManualClock()
-        val p = policy(clock, breaker = trip1)
-        val call = async { p.execute { awaitCancellation() } }
-        runCurrent()
-        call.cancel()
-        assertThrows<CancellationException> { call.await() }
-        val s = p.breaker().snapshot()
-        assertEquals(State.CLOSED, s.state)
-        assertEquals(0L, s.failures)
-    }
-
-    @Test
-    fun `a timeout inside the attempt is recorded as a timeout (a failure)`() = runTest {
+    fun `a timeout inside the call is recorded as a timeout (a failure)`() = runTest {
         val breaker = Breaker(trip1, ManualClock())
         assertThrows<TimeoutCancellationException> {
             breaker.execute { withTimeout(10) { delay(100) } }
@@ -160,33 +69,32 @@ class ApiTest {
     }
 
     @Test
-    fun `a refusal is BreakerOpen with the time to the next probe, and the block does not run`() = runTest {
+    fun `a programming error through the breaker is recorded as cancelled and re-thrown`() = runTest {
+        val breaker = Breaker(trip1, ManualClock())
+        val bug = IllegalStateException("a bug")
+        assertSame(bug, assertThrows<IllegalStateException> { breaker.execute { throw bug } })
+        val s = breaker.snapshot()
+        assertEquals(State.CLOSED, s.state)
+        assertEquals(0L, s.failures)
+    }
+
+    @Test
+    fun `a refusal is BreakerOpenException with the time to the next probe, and the block does not run`() = runTest {
         val clock = ManualClock()
         val breaker = Breaker(trip1, clock)
         breaker.acquire().record(Outcome.Failure)
         clock.set(10.seconds)
         var ran = false
-        val e = assertThrows<HoldoffException.BreakerOpen> { breaker.execute { ran = true } }
+        val e = assertThrows<BreakerOpenException> { breaker.execute { ran = true } }
         assertFalse(ran)
         assertEquals(20.seconds, e.retryAfter)
-        assertEquals("breaker_open", e.code())
+        assertEquals(0L, e.attempts)
+        assertEquals("breaker_open", e.reason.stableName())
         breaker.forceOpen()
+        assertNull(assertThrows<BreakerOpenException> { breaker.execute { ran = true } }.retryAfter)
+        // The low-level acquire() throws the core's error of the same name.
         assertNull(assertThrows<HoldoffException.BreakerOpen> { breaker.acquire() }.retryAfter)
-    }
-
-    @Test
-    fun `a first attempt does not wait for an open breaker`() = runTest {
-        val clock = ManualClock()
-        val p = policy(clock, breaker = trip1)
-        p.breaker().acquire().record(Outcome.Failure)
-        val e = assertThrows<HoldoffException.BreakerOpen> { p.execute { "never" } }
-        assertEquals(30.seconds, e.retryAfter)
-    }
-
-    @Test
-    fun `executeBlocking runs on the calling thread`() {
-        val p = policy(ManualClock())
-        assertEquals(42, p.executeBlocking { 42 })
+        assertEquals("breaker_open", assertThrows<HoldoffException.BreakerOpen> { breaker.acquire() }.code())
     }
 
     // --- typed errors for bad input ---------------------------------------------------------

@@ -14,7 +14,9 @@ import kotlin.time.DurationUnit
 /**
  * The Kotlin conformance runner: every case of `conformance/cases` through the public Kotlin API,
  * following the runner contract in `conformance/README.md`, mirroring the Rust reference runner
- * (`core/tests/conformance.rs`). One dynamic test per case, named by its id.
+ * (`core/tests/conformance.rs`). One dynamic test per case, named by its id; a case with
+ * `execute` steps runs once per helper flavour it applies to (`execute`, `executeHttp`), each on
+ * a fresh build, named `id [execute]` / `id [executeHttp]`.
  *
  * `HOLDOFF_CASES=substring` runs only the cases whose id contains it.
  */
@@ -29,11 +31,18 @@ class ConformanceTest {
         val ids = HashSet<String>()
         val tests = caseFiles(File(root, "cases")).flatMap { file ->
             val cases = JSONObject(file.readText()).getJSONArray("cases")
-            (0 until cases.length()).map { cases.getJSONObject(it) }.mapNotNull { case ->
+            (0 until cases.length()).map { cases.getJSONObject(it) }.map { case ->
                 val id = case.getString("id")
                 check(ids.add(id)) { "duplicate case id $id" }
-                if (!id.contains(filter)) null else DynamicTest.dynamicTest(id) { report(id) { runCase(case) } }
-            }
+                if (!id.contains(filter)) {
+                    emptyList()
+                } else {
+                    flavours(case).map { flavour ->
+                        val name = if (flavour == null) id else "$id [${flavour.helper}]"
+                        DynamicTest.dynamicTest(name) { report(name) { runCase(case, flavour) } }
+                    }
+                }
+            }.flatten()
         }
         check(tests.isNotEmpty()) { "no conformance case found under $root" }
         return tests
@@ -60,20 +69,52 @@ class ConformanceTest {
         }
 }
 
-/** A runner error: the case is malformed or the binding misbehaved. */
-private class CaseFailure(message: String) : AssertionError(message)
+/** Kotlin's retry helpers: the flavours an `execute` step runs through. */
+internal enum class Flavour(val helper: String) {
+    PLAIN("execute"),
+    HTTP("executeHttp"),
+}
 
-private fun fail(message: String): Nothing = throw CaseFailure(message)
+/**
+ * The flavours a case runs in: `null` alone for a case without `execute` steps. A case whose
+ * scripts have a `returns` item runs through `execute` only, one with a `response` item through
+ * `executeHttp` only (no case has both), any other through both.
+ */
+private fun flavours(case: JSONObject): List<Flavour?> {
+    val steps = case.optJSONArray("steps")?.let { a -> (0 until a.length()).map { a.getJSONObject(it) } } ?: emptyList()
+    val executes = steps.filter { it.optString("op") == "execute" }
+    if (executes.isEmpty()) return listOf(null)
+    val items = executes.flatMap { it.items() }
+    val plain = items.any { it.has("returns") }
+    val http = items.any { it.has("response") }
+    return when {
+        plain && http -> fail("case ${case.optString("id")} has both returns and response items: no flavour runs it")
+        plain -> listOf(Flavour.PLAIN)
+        http -> listOf(Flavour.HTTP)
+        else -> Flavour.entries
+    }
+}
+
+/** An `execute` step's script items. */
+internal fun JSONObject.items(): List<JSONObject> {
+    val script = optJSONArray("script") ?: fail("execute needs a script")
+    return (0 until script.length()).map { script.get(it) as? JSONObject ?: fail("a script item is an object: ${script.get(it)}") }
+}
+
+/** A runner error: the case is malformed or the binding misbehaved. */
+internal class CaseFailure(message: String) : AssertionError(message)
+
+internal fun fail(message: String): Nothing = throw CaseFailure(message)
 
 // ---------------------------------------------------------------------------------------------
 // Configuration: the neutral JSON format converted to the Kotlin constructors and units
 // ---------------------------------------------------------------------------------------------
 
-private fun JSONObject.only(where: String, vararg keys: String) {
+internal fun JSONObject.only(where: String, vararg keys: String) {
     for (k in keySet()) if (k !in keys) fail("unknown key $where.$k")
 }
 
-private fun number(v: Any): Double = when (v) {
+internal fun number(v: Any): Double = when (v) {
     is Number -> v.toDouble()
     "NaN" -> Double.NaN
     "Infinity" -> Double.POSITIVE_INFINITY
@@ -86,7 +127,7 @@ private fun number(v: Any): Double = when (v) {
  * infinite values, which reach the core and are refused there naming the field; it cannot hold
  * NaN, so a NaN is refused by the core's units check (durationFromMillis) under the same name.
  */
-private fun duration(field: String, v: Any): Duration {
+internal fun duration(field: String, v: Any): Duration {
     val ms = number(v)
     return if (ms.isNaN()) durationFromMillis(field, ms) else ms.milliseconds
 }
@@ -158,6 +199,21 @@ private fun budgetConfig(o: JSONObject): BudgetConfig {
     )
 }
 
+/** `config.execute`: an absent limit takes the core's default, `null` is no limit. */
+private fun executionConfig(o: JSONObject): ExecutionConfig {
+    o.only("execute", "attempt_timeout_ms", "total_timeout_ms")
+    val defaults = defaultExecutionConfig()
+    fun limit(key: String, field: String, default: Duration?): Duration? = when {
+        !o.has(key) -> default
+        o.isNull(key) -> null
+        else -> duration(field, o.get(key))
+    }
+    return ExecutionConfig(
+        attemptTimeout = limit("attempt_timeout_ms", "execute.attempt_timeout", defaults.attemptTimeout),
+        totalTimeout = limit("total_timeout_ms", "execute.total_timeout", defaults.totalTimeout),
+    )
+}
+
 private fun quotaConfig(o: JSONObject): QuotaConfig {
     o.only("quota", "capacity", "retry_cost", "timeout_cost", "success_refill")
     return QuotaConfig(o.long("capacity"), o.long("retry_cost"), o.long("timeout_cost"), o.long("success_refill"))
@@ -177,11 +233,11 @@ private fun classifierConfig(o: JSONObject): ClassifierConfig {
 // Values as the suite spells them
 // ---------------------------------------------------------------------------------------------
 
-private fun ms(d: Duration): Double = d.toDouble(DurationUnit.MILLISECONDS)
+internal fun ms(d: Duration): Double = d.toDouble(DurationUnit.MILLISECONDS)
 
-private fun ms(d: Duration?): Double? = d?.let(::ms)
+internal fun ms(d: Duration?): Double? = d?.let(::ms)
 
-private fun outcome(v: Any?): Outcome = when (v) {
+internal fun outcome(v: Any?): Outcome = when (v) {
     "success" -> Outcome.Success
     "answer" -> Outcome.Answer
     "failure" -> Outcome.Failure
@@ -227,7 +283,7 @@ private fun retryAfter(r: RetryAfter, into: MutableMap<String, Any?>) {
     }
 }
 
-private fun same(want: Any?, got: Any?): Boolean = when {
+internal fun same(want: Any?, got: Any?): Boolean = when {
     want == null || want == JSONObject.NULL -> got == null
     want is Number && got is Number -> want.toDouble() == got.toDouble()
     want is JSONArray && got is List<*> -> want.length() == got.size && got.indices.all { same(want.get(it), got[it]) }
@@ -235,7 +291,7 @@ private fun same(want: Any?, got: Any?): Boolean = when {
 }
 
 /** Compares [expect] with [actual]; [known] lists every key the op may assert. */
-private fun check(expect: Any?, actual: Map<String, Any?>, vararg known: String) {
+internal fun check(expect: Any?, actual: Map<String, Any?>, vararg known: String) {
     if (expect == null) return
     val obj = expect as? JSONObject ?: fail("expect must be an object")
     for (k in obj.keySet()) {
@@ -252,7 +308,7 @@ private val DECISION_KEYS = arrayOf("decision", "delay_ms", "source", "server_de
  * A step's `status` as the `Int` the API takes. Every integer the suite uses fits one, and every
  * `Int` reaches the core's check; a wider value could not be passed to the API at all.
  */
-private fun JSONObject.status(): Int {
+internal fun JSONObject.status(): Int {
     val v = opt("status") as? Number ?: fail("status must be an integer")
     val n = v.toLong()
     if (n.toDouble() != v.toDouble() || n !in Int.MIN_VALUE..Int.MAX_VALUE) fail("status $v does not fit the API's Int")
@@ -263,7 +319,7 @@ private fun JSONObject.status(): Int {
 // One case
 // ---------------------------------------------------------------------------------------------
 
-private class Ctx(case: JSONObject) {
+private class Ctx(case: JSONObject, val flavour: Flavour?) {
     val config: JSONObject = case.optJSONObject("config") ?: JSONObject()
     val clock: ManualClock
     val breaker: Breaker?
@@ -278,9 +334,10 @@ private class Ctx(case: JSONObject) {
     val calls = HashMap<String, RetryState>()
     val policyCalls = HashMap<String, Call>()
     val leases = HashMap<String, QuotaLease>()
+    val limits: ExecutionConfig = config.optJSONObject("execute")?.let(::executionConfig) ?: defaultExecutionConfig()
 
     init {
-        config.only("config", "breaker", "budget", "quota", "classifier", "group")
+        config.only("config", "breaker", "budget", "quota", "classifier", "group", "execute")
         val origin = case.optJSONObject("clock")?.optLong("wall_origin_unix_ms", 0) ?: 0
         clock = ManualClock.withWallOrigin(Instant.ofEpochMilli(origin))
         val isGroup = case.optBoolean("group", false)
@@ -300,6 +357,8 @@ private class Ctx(case: JSONObject) {
         } else {
             null
         }
+        // The helpers check their limits when a call starts; building the case checks them now.
+        if (policy != null && config.has("execute")) Execution(policy, limits).close()
     }
 
     /** The step's breaker: the case's, or the group's for the step's `key` (asked once). */
@@ -537,15 +596,20 @@ private class Ctx(case: JSONObject) {
                 }
                 check(expect, a, *DECISION_KEYS, "error", "outcome")
             }
+            "execute" -> {
+                val p = policy ?: fail("the case has no policy")
+                val got = runExecute(p, clock, limits, flavour ?: fail("an execute step outside a flavour"), step, ::headers)
+                checkExecute(expect, got)
+            }
             else -> fail("unknown op \"$op\"")
         }
     }
 }
 
-private fun runCase(case: JSONObject) {
+private fun runCase(case: JSONObject, flavour: Flavour?) {
     val expectError = case.optJSONObject("expect_error")
     val ctx = try {
-        Ctx(case)
+        Ctx(case, flavour)
     } catch (e: HoldoffException) {
         if (expectError == null) fail("configuration refused: $e")
         val a = mutableMapOf<String, Any?>("error" to e.code())
