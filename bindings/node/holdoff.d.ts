@@ -34,6 +34,7 @@ export type GiveUpReason =
   | 'quota_empty'
   | 'breaker_open'
   | 'cancelled'
+  | 'total_timeout'
 /** Where a retry's delay came from. */
 export type WaitSource = 'retry_after' | 'backoff' | 'breaker'
 /** Why a Retry-After value could not be used. */
@@ -84,33 +85,82 @@ export interface HoldoffErrorFields {
   readonly field?: string
 }
 
-/** The policy stopped retrying. */
-export declare class GiveUpError extends Error {
-  readonly name: 'GiveUpError' | 'BreakerOpenError'
-  readonly code: 'give_up' | 'breaker_open'
-  readonly reason: GiveUpReason
-  /** The server's own Retry-After of the last answer, if it had one. */
-  readonly serverDelayMs: number | null
-  /** Attempts made. */
-  readonly attempts: number
-  /** The last attempt's value, when it resolved (e.g. the last HTTP response). */
-  readonly result?: unknown
-  constructor(reason: GiveUpReason, message?: string, extra?: { cause?: unknown; result?: unknown; attempts?: number; serverDelayMs?: number | null })
+/** What an upstream-unavailable error carries (milliseconds). */
+export interface UpstreamUnavailableFields {
+  /** Attempts made (0 when nothing ran). */
+  attempts?: number
+  /** When trying again could help, or `null`. */
+  retryAfterMs?: number | null
+  /** The server's own delay from the last answer, or `null`. */
+  serverDelayMs?: number | null
+  /** Whether that delay was above the budget's cap. */
+  capped?: boolean
+  /** The last attempt's error. */
+  cause?: unknown
+  /** The last attempt's HTTP response (`executeResponse`, `fetch`). */
+  response?: unknown
+  /** The last attempt's value (`execute`). */
+  result?: unknown
 }
 
 /**
- * The breaker refused the call: a `GiveUpError` with reason `breaker_open`, so one `catch`
- * handles a failing upstream and a refusal alike.
+ * The upstream cannot be reached now: the breaker refused (`BreakerOpenError`) or a retry helper
+ * gave up (`GiveUpError`). One `catch` handles both.
  */
-export declare class BreakerOpenError extends GiveUpError {
+export declare class UpstreamUnavailableError extends Error {
+  readonly reason: GiveUpReason
+  /** Attempts made (0 when the breaker refused before any). */
+  readonly attempts: number
+  /** When trying again could help: the breaker's time to its next probe, the server's delay; else `null`. */
+  readonly retryAfterMs: number | null
+  /** The server's own delay from the last answer (Retry-After and the like), before the cap. */
+  readonly serverDelayMs: number | null
+  /** Whether the server's delay was above the budget's cap. */
+  readonly capped: boolean
+  /** The last attempt's error, when it threw. */
+  readonly cause?: unknown
+  /** The last attempt's HTTP response, when it answered (`executeResponse`, `fetch`). */
+  readonly response?: unknown
+  /** The last attempt's value, when it resolved (`execute`). */
+  readonly result?: unknown
+  constructor(reason: GiveUpReason, message: string, fields?: UpstreamUnavailableFields)
+}
+
+/**
+ * A retry helper stopped: retries or budget spent, quota empty, total timeout, a Retry-After
+ * above the cap (`giveUpAboveCap`), 500s until the end.
+ */
+export declare class GiveUpError extends UpstreamUnavailableError {
+  readonly name: 'GiveUpError'
+  readonly code: 'give_up'
+  constructor(reason: GiveUpReason, fields?: UpstreamUnavailableFields)
+}
+
+/**
+ * The breaker refused the call (`allow()`, a helper's first attempt), or would stay open beyond
+ * what is left of the budget or the total timeout (a retry).
+ */
+export declare class BreakerOpenError extends UpstreamUnavailableError {
   readonly name: 'BreakerOpenError'
   readonly code: 'breaker_open'
   readonly reason: 'breaker_open'
   /** Time until the next probe may be admitted; `null` while forced open. */
   readonly retryAfterMs: number | null
-  readonly state: State
-  readonly episode: number
-  constructor(retryAfterMs: number | null, state: State, episode: number, extra?: { cause?: unknown; result?: unknown; attempts?: number })
+  /** The breaker's state and episode when it refused. */
+  readonly state: State | null
+  readonly episode: number | null
+  constructor(retryAfterMs: number | null, fields?: UpstreamUnavailableFields & { state?: State; episode?: number })
+}
+
+/**
+ * Throw this from an operation when the upstream asked to be left alone for `retryLaterMs`
+ * without a response the helper can read: the breaker opens that long, the retry waits it.
+ * `RangeError` for a delay that is not a finite number >= 0.
+ */
+export declare class RetryLaterError extends Error {
+  readonly name: 'RetryLaterError'
+  readonly retryLaterMs: number
+  constructor(retryLaterMs: number, message?: string, options?: { cause?: unknown })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -481,15 +531,64 @@ export type Before =
   | { readonly action: 'wait'; readonly delayMs: number }
   | { readonly action: 'give_up'; readonly reason: GiveUpReason; readonly retryAfterMs: number | null }
 
+/** What `onRetry` sees before each wait. */
+export interface RetryInfo {
+  /** Attempts made so far. */
+  readonly attempt: number
+  /** How long the wait is (never shorter than the server asked, up to the cap). */
+  readonly delayMs: number
+  readonly source: WaitSource
+  /** Whether the budget's cap shortened the server's delay. */
+  readonly capped: boolean
+  /** The server's own delay, before the cap; `null` without one. */
+  readonly serverDelayMs: number | null
+}
+
+/** What `onAttempt` sees after each attempt, once it is recorded. */
+export interface AttemptInfo {
+  /** 1 for the first attempt. */
+  readonly attempt: number
+  /** Whether the attempt was a probe of an open breaker. */
+  readonly probe: boolean
+  /** What the attempt was recorded as; a programming error and a cancelled attempt are `'cancelled'`. */
+  readonly outcome: OutcomeName | 'retry_later'
+  /** The attempt's error, when it threw. */
+  readonly error?: unknown
+}
+
 export interface ExecuteOptions<T> {
-  /** Cancels the call: passed to each attempt; an aborted attempt is recorded as `'cancelled'`. */
+  /** The caller's cancellation: each attempt's own signal aborts with it, and waits end. */
   signal?: AbortSignal
-  /** How to wait (default: `sleep`, chained timers). Tests pass one that moves a `ManualClock`. */
-  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>
-  /** Outcome of a resolved attempt (default `'success'`). */
+  /** Longest one attempt may take (default: no limit but the total timeout); `null`: none. */
+  attemptTimeoutMs?: number | null
+  /** Longest the whole call may take, waits included (default 60 000); `null`: no limit. */
+  totalTimeoutMs?: number | null
+  /**
+   * The timer behind waits and attempt limits (default `sleep`, on `setTimeout`): resolve after
+   * `ms` on the clock the policy reads, reject with `signal.reason` when `signal` aborts.
+   */
+  sleep?: (ms: number, signal?: AbortSignal) => PromiseLike<void> | void
+  /**
+   * What an error means; return `undefined` for the default table (a network error is a
+   * `'failure'`, a timeout a `'timeout'`, a `RetryLaterError` a retry later, anything else a
+   * programming error, rethrown at once).
+   */
+  classify?: (error: unknown) => Outcome | undefined | null
+  /** What a resolved value means (default `'success'`). */
   classifyResult?: (value: T) => Outcome
-  /** Outcome of a rejected attempt (default `'failure'`; `'cancelled'`, `'timeout'` as named). */
-  classifyError?: (error: unknown) => Outcome
+  /** Called before each wait. */
+  onRetry?: (info: RetryInfo) => void
+  /** Called after each attempt. */
+  onAttempt?: (info: AttemptInfo) => void
+}
+
+/** Options of the HTTP helpers: responses are classified by the policy's classifier. */
+export type ExecuteResponseOptions<T> = Omit<ExecuteOptions<T>, 'classifyResult'>
+
+/** Options of `policy.fetch`. */
+export interface FetchOptions extends ExecuteResponseOptions<Response> {
+  /** The fetch to call (default `globalThis.fetch`). */
+  fetch?: (input: string | URL | Request, init: RequestInit) => Promise<Response>
 }
 
 /** A response as `executeResponse` reads it (fetch's `Response` fits). */
@@ -513,12 +612,24 @@ export declare class Policy {
    * `invalid_input` naming `status`, and the permit is then recorded as cancelled.
    */
   afterResponse(call: PolicyCall, permit: Permit, status: number, headers?: HeadersLike): Decision & { readonly outcome: OutcomeName | 'retry_later' }
-  /** Runs `fn` with retries; rejects with `GiveUpError`/`BreakerOpenError` or `signal.reason`. */
-  execute<T>(fn: (signal: AbortSignal | undefined) => T | PromiseLike<T>, options?: ExecuteOptions<T>): Promise<T>
-  /** `execute` for functions resolving to an HTTP response, classified by status and headers. */
-  executeResponse<T extends ResponseLike>(fn: (signal: AbortSignal | undefined) => T | PromiseLike<T>, options?: Omit<ExecuteOptions<T>, 'classifyResult'>): Promise<T>
-  /** `fetch` through `executeResponse`. */
-  fetch(input: string | URL | Request, init?: RequestInit, options?: Omit<ExecuteOptions<Response>, 'classifyResult'>): Promise<Response>
+  /**
+   * Runs `fn` with retries, each attempt with its own signal. Resolves to the value (a success or
+   * a value classified as an answer); rejects with the operation's own error (a final answer,
+   * a programming error), `BreakerOpenError`, `GiveUpError`, or the caller's `signal.reason`.
+   */
+  execute<T>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteOptions<T>): Promise<T>
+  /**
+   * `execute` for functions resolving to an HTTP response, classified by status and headers:
+   * resolves to a success or a final answer (a 404); 500s until the end reject with
+   * `GiveUpError` carrying the last `response`; a status above 999 is a `RangeError`.
+   */
+  executeResponse<T extends ResponseLike>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteResponseOptions<T>): Promise<T>
+  /**
+   * `fetch` through `executeResponse`; the caller's signal is `options.signal`, `init.signal` or
+   * a `Request`'s own. A body fetch spends (a stream, a `Request`'s) is not sent twice: where the
+   * policy would retry, it rejects with `GiveUpError` `attempts_exhausted`.
+   */
+  fetch(input: string | URL | Request, init?: RequestInit, options?: FetchOptions): Promise<Response>
 }
 
 /**

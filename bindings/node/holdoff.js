@@ -58,37 +58,75 @@ function foreignPermit() {
 }
 
 /**
- * The policy stopped retrying. `reason` is the core's give-up reason (`budget_spent`,
- * `retry_after_exceeds_remaining`, `retry_after_above_cap`, `backoff_exceeds_remaining`,
- * `attempts_exhausted`, `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`); `cause` is
- * the last attempt's error and `result` its value when it resolved.
+ * The upstream cannot be reached now: the breaker refused (`BreakerOpenError`) or the retry
+ * helper gave up (`GiveUpError`). One `catch` handles both. Fields, in milliseconds:
+ * `reason` (the core's give-up reason), `attempts` (attempts made, 0 when nothing ran),
+ * `retryAfterMs` (when trying again could help, or `null`), `serverDelayMs` (the server's own
+ * delay from the last answer, or `null`), `capped` (whether that delay was above the budget's
+ * cap), and the last attempt's `cause` (its error), `response` (its HTTP response) or `result`
+ * (its value), when an attempt ran.
  */
-class GiveUpError extends Error {
-  constructor(reason, message, extra = {}) {
-    super(message ?? `gave up: ${reason}`, 'cause' in extra ? { cause: extra.cause } : undefined)
-    this.name = 'GiveUpError'
-    this.code = 'give_up'
+class UpstreamUnavailableError extends Error {
+  constructor(reason, message, fields = {}) {
+    super(message, 'cause' in fields ? { cause: fields.cause } : undefined)
+    this.name = 'UpstreamUnavailableError'
     this.reason = reason
-    this.serverDelayMs = extra.serverDelayMs ?? null
-    this.attempts = extra.attempts ?? 0
-    if ('result' in extra) this.result = extra.result
+    this.attempts = fields.attempts ?? 0
+    this.retryAfterMs = fields.retryAfterMs ?? null
+    this.serverDelayMs = fields.serverDelayMs ?? null
+    this.capped = fields.capped ?? false
+    if ('response' in fields) this.response = fields.response
+    if ('result' in fields) this.result = fields.result
   }
 }
 
 /**
- * The breaker refused the call (or would stay open beyond the retry budget). A `GiveUpError`
- * with reason `breaker_open`, so one `catch` handles both a failing upstream and a refusal.
- * `retryAfterMs` is the time until the next probe, `null` while forced open.
+ * The retry helper stopped: `reason` is `budget_spent`, `retry_after_exceeds_remaining`,
+ * `retry_after_above_cap`, `backoff_exceeds_remaining`, `attempts_exhausted`, `quota_empty` or
+ * `total_timeout`.
  */
-class BreakerOpenError extends GiveUpError {
-  constructor(retryAfterMs, state, episode, extra = {}) {
+class GiveUpError extends UpstreamUnavailableError {
+  constructor(reason, fields = {}) {
+    const n = fields.attempts ?? 0
+    super(reason, `gave up after ${n} attempt${n === 1 ? '' : 's'}: ${reason}`, fields)
+    this.name = 'GiveUpError'
+    this.code = 'give_up'
+  }
+}
+
+/**
+ * The breaker refused the call (`allow()`, a first attempt), or would stay open beyond what is
+ * left of the budget or the total timeout (a retry). `retryAfterMs` is the time until it admits
+ * a probe, `null` while forced open; `state` and `episode` are the breaker's when it refused.
+ */
+class BreakerOpenError extends UpstreamUnavailableError {
+  constructor(retryAfterMs, fields = {}) {
     const when = retryAfterMs === null ? 'until reset' : `for ${retryAfterMs} ms`
-    super('breaker_open', `circuit breaker ${state}: upstream unavailable ${when}`, extra)
+    super('breaker_open', `circuit breaker ${fields.state ?? 'open'}: upstream unavailable ${when}`, { ...fields, retryAfterMs })
     this.name = 'BreakerOpenError'
     this.code = 'breaker_open'
-    this.retryAfterMs = retryAfterMs
-    this.state = state
-    this.episode = episode
+    this.state = fields.state ?? null
+    this.episode = fields.episode ?? null
+  }
+}
+
+/**
+ * Throw this from an operation when the upstream asked to be left alone for `retryLaterMs`
+ * milliseconds without an HTTP response the helper could read (a rate-limit error of an SDK).
+ * The helpers record it as `{ retryLaterMs }`: the breaker opens for that long and the retry
+ * waits it, never shorter. `RangeError` for a delay that is not a finite number >= 0.
+ */
+class RetryLaterError extends Error {
+  constructor(retryLaterMs, message, options) {
+    if (typeof retryLaterMs !== 'number') {
+      throw typeError('invalid_input', `invalid input: retryLaterMs must be a number of milliseconds, got ${describe(retryLaterMs)}`, 'retryLaterMs')
+    }
+    if (!(retryLaterMs >= 0) || retryLaterMs === Infinity) {
+      throw rangeError('invalid_input', `invalid input: retryLaterMs must be a finite number >= 0, got ${retryLaterMs}`, 'retryLaterMs')
+    }
+    super(message ?? `the upstream asked to retry in ${retryLaterMs} ms`, options)
+    this.name = 'RetryLaterError'
+    this.retryLaterMs = retryLaterMs
   }
 }
 
@@ -418,7 +456,7 @@ class Breaker extends EventEmitter {
     if (r >= 0) return new Permit(this.#id, r, 0, 0, false)
     const out = this.#slowAllow(r)
     if (out.admitted) return out
-    throw new BreakerOpenError(out.retryAfterMs, out.state, out.episode)
+    throw new BreakerOpenError(out.retryAfterMs, { state: out.state, episode: out.episode })
   }
 
   /**
@@ -821,9 +859,29 @@ function checkSleep(ms) {
 }
 
 /**
+ * Calls `cb` after `ms` milliseconds of `timers.setTimeout`, chaining timers for delays beyond
+ * setTimeout's 2^31-1 ms limit, so no timer gets a negative or overflowing delay. Returns the
+ * function that cancels it.
+ */
+function startTimer(ms, cb, timers = globalThis) {
+  let left = ms
+  let timer
+  const step = () => {
+    if (left <= 0) {
+      cb()
+      return
+    }
+    const chunk = Math.min(left, MAX_TIMER_MS)
+    left -= chunk
+    timer = timers.setTimeout(step, chunk)
+  }
+  step()
+  return () => timers.clearTimeout(timer)
+}
+
+/**
  * Waits `ms` milliseconds with `timers.setTimeout` (default the global one), chaining timers for
- * waits beyond setTimeout's 2^31-1 ms limit, so no timer gets a negative or overflowing delay.
- * Rejects with `signal.reason` when `signal` aborts.
+ * waits beyond setTimeout's 2^31-1 ms limit. Rejects with `signal.reason` when `signal` aborts.
  */
 function sleep(ms, signal, timers = globalThis) {
   checkSleep(ms)
@@ -832,44 +890,88 @@ function sleep(ms, signal, timers = globalThis) {
       reject(signal.reason)
       return
     }
-    let left = ms
-    let timer
     const onAbort = () => {
-      timers.clearTimeout(timer)
+      cancel()
       reject(signal.reason)
     }
-    const step = () => {
-      if (left <= 0) {
-        signal?.removeEventListener('abort', onAbort)
-        resolve()
-        return
-      }
-      const chunk = Math.min(left, MAX_TIMER_MS)
-      left -= chunk
-      timer = timers.setTimeout(step, chunk)
-    }
     signal?.addEventListener('abort', onAbort, { once: true })
-    step()
+    const cancel = startTimer(ms, () => {
+      signal?.removeEventListener('abort', onAbort)
+      resolve()
+    }, timers)
   })
 }
 
-function defaultOutcomeOfError(err, signal) {
-  if (signal?.aborted) return 'cancelled'
-  if (err !== null && typeof err === 'object') {
-    if (err.name === 'AbortError') return 'cancelled'
-    if (err.name === 'TimeoutError') return 'timeout'
-  }
-  return 'failure'
+// ---------------------------------------------------------------------------------------------
+// The retry helpers: one loop (Policy#run) over the core's Execution (src/execution.rs)
+
+// The core's names, indexed by the codes the native layer returns.
+const OUTCOMES = native.outcomeNames()
+const VERDICTS = native.verdictNames()
+const STEP_WAIT = -1
+// How an attempt ended, as native.execComplete takes it.
+const RETURNED = 0
+const RAISED = 1
+const CANCELLED = 2
+const BUG = 3
+
+// What the default classification calls a programming error.
+const IS_BUG = Symbol('holdoff.bug')
+// System errors (errno names: ECONNREFUSED, ECONNRESET, ENOTFOUND, EAI_AGAIN, EPIPE, ...), not
+// Node's own ERR_* codes, which name misuse (ERR_INVALID_ARG_TYPE).
+const ERRNO = /^E(?!RR_)[A-Z0-9_]+$/
+// undici's timeouts (UND_ERR_CONNECT_TIMEOUT, UND_ERR_HEADERS_TIMEOUT, UND_ERR_BODY_TIMEOUT).
+const UNDICI_TIMEOUT = /^UND_ERR_[A-Z_]*TIMEOUT$/
+// undici's errors of the connection or the response (its others are misuse: invalid arguments).
+const UNDICI_FAILURES = new Set([
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_DESTROYED',
+  'UND_ERR_HEADERS_OVERFLOW',
+  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
+  'UND_ERR_RES_EXCEEDED_MAX_SIZE',
+])
+
+function isTimeoutError(e) {
+  return e instanceof DOMException && e.name === 'TimeoutError'
 }
 
+/**
+ * The default classification of an error an attempt threw (the caller's cancellation and the
+ * attempt's own time limit are decided before): a network error is a `'failure'`, a timeout a
+ * `'timeout'`, a `RetryLaterError` a retry later; anything else is a programming error.
+ */
+function defaultOutcome(e) {
+  if (e instanceof RetryLaterError) return { retryLaterMs: e.retryLaterMs }
+  if (e === null || typeof e !== 'object') return IS_BUG
+  if (isTimeoutError(e)) return 'timeout'
+  // fetch wraps every network error in this TypeError; its cause says which.
+  if (e instanceof TypeError && e.message === 'fetch failed') return defaultOutcome(e.cause) === 'timeout' ? 'timeout' : 'failure'
+  const code = e.code
+  if (typeof code !== 'string') return IS_BUG
+  if (code === 'ETIMEDOUT' || UNDICI_TIMEOUT.test(code)) return 'timeout'
+  if (ERRNO.test(code) || code.startsWith('HPE_') || UNDICI_FAILURES.has(code)) return 'failure'
+  return IS_BUG
+}
+
+const EXEC_OPTIONS = ['signal', 'sleep', 'classify', 'classifyResult', 'onRetry', 'onAttempt', 'attemptTimeoutMs', 'totalTimeoutMs']
+const FUNCTION_OPTIONS = ['sleep', 'classify', 'classifyResult', 'onRetry', 'onAttempt', 'fetch']
 const NO_OPTIONS = Object.freeze({})
 
-function execOptions(options) {
+function execOptions(options, http, extra = []) {
   if (options === undefined) return NO_OPTIONS
-  if (options === null || typeof options !== 'object') {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw typeError('invalid_input', `invalid input: options must be an object, got ${describe(options)}`, 'options')
   }
-  for (const k of ['sleep', 'classifyResult', 'classifyError']) {
+  for (const k of Object.keys(options)) {
+    if (!EXEC_OPTIONS.includes(k) && !extra.includes(k)) {
+      throw typeError('invalid_input', `invalid input: unknown option ${k} (known: ${[...EXEC_OPTIONS, ...extra].join(', ')})`, k)
+    }
+  }
+  if (http && options.classifyResult !== undefined) {
+    throw typeError('invalid_input', 'invalid input: classifyResult is an option of execute; the HTTP helpers classify responses with the policy\'s classifier', 'classifyResult')
+  }
+  for (const k of FUNCTION_OPTIONS) {
     if (options[k] !== undefined && typeof options[k] !== 'function') {
       throw typeError('invalid_input', `invalid input: ${k} must be a function, got ${describe(options[k])}`, k)
     }
@@ -881,7 +983,7 @@ function execOptions(options) {
 }
 
 function discard(response) {
-  // A retried response's body would hold its connection open until collected.
+  // A response not handed to the caller would hold its connection open until collected.
   try {
     const p = response?.body?.cancel?.()
     if (p && typeof p.catch === 'function') p.catch(() => {})
@@ -890,9 +992,86 @@ function discard(response) {
   }
 }
 
+// Whether fetch can send this request again: a body of bytes it reads afresh each time, not one
+// it spends (a stream, an async iterable, a Request's own body).
+function resendable(input, init) {
+  const body = init?.body
+  if (body === undefined || body === null) return !(typeof Request === 'function' && input instanceof Request && input.body !== null)
+  return (
+    typeof body === 'string' ||
+    body instanceof ArrayBuffer ||
+    ArrayBuffer.isView(body) ||
+    body instanceof Blob ||
+    body instanceof URLSearchParams ||
+    body instanceof FormData
+  )
+}
+
+// How one attempt ended.
+const TIMED_OUT = 1 // its time limit
+const ABORTED = 2 // the caller's signal
+const BROKEN_SLEEP = 3 // the sleep behind its time limit failed
+
 /**
- * One upstream's breaker, retry budget, optional quota and classifier (DESIGN §5). `execute`
- * runs a function with retries, built only on the core's before/after decisions.
+ * Runs one attempt: `fn(signal)` with the attempt's own signal, which aborts when the caller's
+ * does (with its reason) or when `limitMs` (Infinity: none) runs out on `sleep`'s timer (with a
+ * `TimeoutError` DOMException). Settles with `{ value }`, `{ threw, error }` or, when the signal
+ * aborted first, `{ threw, error: signal.reason, ended }`: an operation that ignores its signal
+ * is not waited for. Rejects only when `sleep` throws.
+ */
+function runAttempt(fn, limitMs, signal, sleepOption) {
+  return new Promise((resolve) => {
+    const ac = new AbortController()
+    const own = ac.signal
+    let settled = false
+    let cancelTimer
+    const settle = (r) => {
+      if (settled) return
+      settled = true
+      signal?.removeEventListener('abort', onCaller)
+      cancelTimer?.()
+      resolve(r)
+    }
+    // Only these two abort the attempt's signal, so they settle it themselves (a listener on
+    // the attempt's own signal would cost an EventTarget registration per attempt).
+    const abort = (reason, ended) => {
+      if (settled) return
+      ac.abort(reason)
+      settle({ threw: true, error: own.reason, ended })
+    }
+    const onCaller = () => abort(signal.reason, ABORTED)
+    if (limitMs !== Infinity) {
+      const expire = () => abort(new DOMException(`the attempt ran into its time limit of ${limitMs} ms`, 'TimeoutError'), TIMED_OUT)
+      if (sleepOption === undefined) {
+        cancelTimer = startTimer(limitMs, expire)
+      } else {
+        // A sleep that throws or rejects by itself (not aborted) is broken: the attempt ends with
+        // its error, which the helper rethrows.
+        const timer = new AbortController()
+        cancelTimer = () => timer.abort()
+        Promise.resolve(sleepOption(limitMs, timer.signal)).then(expire, (error) => {
+          if (!timer.signal.aborted) settle({ threw: true, error, ended: BROKEN_SLEEP })
+        })
+      }
+    }
+    signal?.addEventListener('abort', onCaller, { once: true })
+    let p
+    try {
+      p = fn(own)
+    } catch (e) {
+      settle({ threw: true, error: e })
+      return
+    }
+    Promise.resolve(p).then(
+      (value) => settle({ threw: false, value }),
+      (error) => settle({ threw: true, error }),
+    )
+  })
+}
+
+/**
+ * One upstream's breaker, retry budget, optional quota and classifier (DESIGN §5), and the retry
+ * helpers `execute`, `executeResponse` and `fetch`, whose loop is the core's `Execution`.
  */
 class Policy {
   #h
@@ -1004,128 +1183,170 @@ class Policy {
     return d
   }
 
-  #giveUp(d, attempts, last) {
-    const extra = { attempts, serverDelayMs: d.serverDelayMs ?? null, ...last }
-    if (d.reason === 'breaker_open') {
-      // The decision after an attempt does not carry the breaker's wait; the snapshot is only
-      // for the error's fields, it decides nothing.
-      const s = this.#breaker.snapshot()
-      const retryAfterMs = 'retryAfterMs' in d ? d.retryAfterMs : s.retryAfterMs
-      return new BreakerOpenError(retryAfterMs, s.state, s.episode, extra)
-    }
-    return new GiveUpError(d.reason, undefined, extra)
-  }
-
-  async #run(fn, options, http) {
+  /**
+   * The one retry loop of every helper: the core's Execution decides, this runs the attempts,
+   * sleeps, calls the hooks and maps the verdict. `http`: attempts resolve to responses, which
+   * the policy's classifier reads. `resendable` false: an attempt cannot be made twice (a
+   * request body spent by the first), so a wait ends the call with the core's give-up.
+   */
+  async #run(fn, options, http, resendable = true) {
     if (typeof fn !== 'function') {
       throw typeError('invalid_input', `invalid input: fn must be a function, got ${describe(fn)}`, 'fn')
     }
-    const o = execOptions(options)
+    const o = execOptions(options, http)
     const signal = o.signal
     signal?.throwIfAborted()
-    const wait = o.sleep ?? sleep
-    const classifyError = o.classifyError
-    const classifyResult = o.classifyResult
-    const h = this.#h
+    const exec = native.execNew(this.#h, o.attemptTimeoutMs, o.totalTimeoutMs)
     const breaker = this.#breaker
-    let id = -1
-    let attempts = 0
+    const wait = o.sleep ?? sleep
+    let last
+    let attempting = false
     try {
+      let step = native.execNext(exec)
+      breaker._deliver()
       for (;;) {
-        const b = native.execBefore(h, id)
-        if (typeof b !== 'number') {
+        if (step > 0) {
+          attempting = true
+          const plan = o.onAttempt === undefined ? 0 : native.execPlan(exec)
+          last = await runAttempt(fn, step, signal, o.sleep)
+          step = this.#complete(exec, last, o, signal, http)
+          attempting = false
           breaker._deliver()
-          if (b.action === 'wait') {
-            id = b.id
-            await wait(b.delayMs, signal)
-            signal?.throwIfAborted()
-            continue
+          if (o.onAttempt !== undefined) {
+            const a = { attempt: Math.floor(plan / 2), probe: plan % 2 === 1, outcome: OUTCOMES[native.execLastOutcome(exec)] }
+            if (last.threw) a.error = last.error
+            o.onAttempt(a)
           }
-          id = -1
-          throw this.#giveUp(b, attempts, {})
-        }
-        id = b
-        attempts++
-        let value
-        let error
-        let threw = false
-        try {
-          value = await fn(signal)
-        } catch (e) {
-          threw = true
-          error = e
-        }
-        let d
-        if (!threw && http) {
-          if (value === null || typeof value !== 'object' || typeof value.status !== 'number') {
-            throw typeError('invalid_input', `invalid input: the function must resolve to a Response (with a numeric status), got ${describe(value)}`, 'response')
+        } else if (step === STEP_WAIT && !resendable) {
+          step = native.execStop(exec)
+        } else if (step === STEP_WAIT) {
+          const w = native.execWait(exec)
+          if (http && !last.threw) discard(last.value)
+          if (o.onRetry !== undefined) {
+            o.onRetry({ attempt: w.attempts, delayMs: w.delayMs, source: w.source, capped: w.capped, serverDelayMs: w.serverDelayMs })
           }
-          d = native.execAfterResponse(h, id, value.status, flatHeaders(value.headers))
+          try {
+            await wait(w.delayMs, signal)
+          } catch (e) {
+            if (!signal?.aborted) throw e
+          }
+          // A sleep that ignores the signal is told here.
+          step = signal?.aborted ? native.execCancel(exec) : native.execNext(exec)
+          breaker._deliver()
         } else {
-          const outcome = threw
-            ? classifyError === undefined
-              ? defaultOutcomeOfError(error, signal)
-              : classifyError(error)
-            : classifyResult === undefined
-              ? 'success'
-              : classifyResult(value)
-          const code = outcomeOf(outcome)
-          d = native.execAfter(h, id, code, retryLaterMsOf(code, outcome))
+          return this.#finish(exec, VERDICTS[-2 - step], last, signal, http)
         }
-        breaker._deliver()
-        if (d === 0) {
-          id = -1
-          if (threw) throw error
-          return value
-        }
-        const last = threw ? { cause: error } : { result: value }
-        if (d.decision === 'give_up') {
-          id = -1
-          if (d.reason === 'cancelled' && signal?.aborted) throw signal.reason
-          if (d.reason === 'not_retryable' && !threw) return value
-          throw this.#giveUp(d, attempts, last)
-        }
-        if (http && !threw) discard(value)
-        await wait(d.delayMs, signal)
-        signal?.throwIfAborted()
       }
     } finally {
-      if (id !== -1) {
-        native.execRelease(h, id)
+      if (attempting) {
+        // The attempt's result could not be reported (a classifier, a response or a sleep
+        // threw): it is recorded as cancelled, so a probe frees its slot at once.
+        native.execCancel(exec)
         breaker._deliver()
       }
     }
   }
 
+  // Reports what the attempt came to; returns the next step.
+  #complete(exec, last, o, signal, http) {
+    if (last.ended === BROKEN_SLEEP) throw last.error
+    if (last.ended === TIMED_OUT) return native.execComplete(exec, RAISED, OUTCOME_CODES.timeout, 0)
+    if (last.threw && (last.ended === ABORTED || signal?.aborted)) {
+      // The caller's own cancellation, unless its signal carries a deadline (AbortSignal.timeout).
+      return isTimeoutError(signal.reason)
+        ? native.execComplete(exec, RAISED, OUTCOME_CODES.timeout, 0)
+        : native.execComplete(exec, CANCELLED, 0, 0)
+    }
+    if (last.threw) {
+      const given = o.classify === undefined ? undefined : o.classify(last.error)
+      const outcome = given ?? defaultOutcome(last.error)
+      if (outcome === IS_BUG) return native.execComplete(exec, BUG, 0, 0)
+      const code = outcomeOf(outcome)
+      return native.execComplete(exec, RAISED, code, retryLaterMsOf(code, outcome))
+    }
+    if (http) {
+      const r = last.value
+      if (r === null || typeof r !== 'object' || typeof r.status !== 'number') {
+        throw typeError('invalid_input', `invalid input: the function must resolve to a Response (with a numeric status), got ${describe(r)}`, 'response')
+      }
+      return native.execCompleteResponse(exec, r.status, flatHeaders(r.headers))
+    }
+    if (o.classifyResult === undefined) return native.execComplete(exec, RETURNED, OUTCOME_CODES.success, 0)
+    const outcome = o.classifyResult(last.value)
+    const code = outcomeOf(outcome)
+    return native.execComplete(exec, RETURNED, code, retryLaterMsOf(code, outcome))
+  }
+
+  // What the caller gets (see the README's table).
+  #finish(exec, verdict, last, signal, http) {
+    switch (verdict) {
+      case 'return':
+        return last.value
+      case 'rethrow':
+        throw last.error
+      case 'cancelled':
+        if (signal?.aborted) throw signal.reason
+        // A classifier called the attempt cancelled without the caller's signal aborting.
+        throw last?.threw ? last.error : new DOMException('the call was cancelled', 'AbortError')
+      case 'invalid_input':
+        discard(last.value)
+        throw rangeError('invalid_input', `invalid input: status must be an HTTP status (a whole number 0..999), got ${last.value.status}`, 'status')
+    }
+    const v = native.execVerdict(exec)
+    const fields = { attempts: v.attempts, retryAfterMs: v.retryAfterMs, serverDelayMs: v.serverDelayMs, capped: v.capped }
+    if (last !== undefined) {
+      if (last.threw) fields.cause = last.error
+      else if (http) fields.response = last.value
+      else fields.result = last.value
+    }
+    if (verdict === 'breaker_open') {
+      // The verdict does not carry the breaker's state; the snapshot only names it in the error.
+      const s = this.#breaker.snapshot()
+      throw new BreakerOpenError(v.retryAfterMs, { ...fields, state: s.state, episode: s.episode })
+    }
+    throw new GiveUpError(v.reason, fields)
+  }
+
   /**
-   * Runs `fn(signal)` with retries. Before each attempt the breaker admits, or the call waits
-   * for it, or gives up (`BreakerOpenError`). A resolved value is a `'success'` (or what
-   * `classifyResult` says); a rejection is a `'failure'` (`'cancelled'` once `signal` aborted,
-   * `'timeout'` for a `TimeoutError`; or what `classifyError` says). Waits use `sleep(ms, signal)`
-   * (default: chained timers). Gives up with `GiveUpError` (its `reason`, `cause`, `result`).
+   * Runs `fn(signal)` with retries and resolves to its value. Each attempt gets its own
+   * `AbortSignal`, aborted when `options.signal` aborts or when the attempt runs into its time
+   * limit. See the README for the options, the default classification and what rejects how.
    */
   execute(fn, options) {
     return this.#run(fn, options, false)
   }
 
   /**
-   * `execute` for a function that resolves to an HTTP response (`fetch`'s `Response` or any
-   * `{ status, headers }`): the policy's classifier turns status and headers (Retry-After) into
-   * the outcome. Resolves to the final response; a final answer such as a 404 is returned,
-   * not thrown.
+   * `execute` for a function that resolves to an HTTP response (fetch's `Response` or any
+   * `{ status, headers }`): the policy's classifier reads status and headers (Retry-After and
+   * the other delay headers). Resolves to the final response: a success, or a final answer such
+   * as a 404; 500s until the policy gives up reject with `GiveUpError` carrying the last one.
    */
   executeResponse(fn, options) {
     return this.#run(fn, options, true)
   }
 
-  /** `fetch(input, init)` through `executeResponse`, the attempt's signal passed to fetch. */
-  fetch(input, init, options) {
-    return this.#run((signal) => globalThis.fetch(input, signal === undefined ? init : { ...init, signal }), options, true)
-  }
-
-  /** @internal Executions in flight (tests). */
-  _inFlight() {
-    return native.execInFlight(this.#h)
+  /**
+   * `fetch(input, init)` through `executeResponse`, each attempt with its own signal. The caller's
+   * signal is `options.signal`, else `init.signal`, else a `Request`'s own; `options.fetch`
+   * replaces `globalThis.fetch`. A body fetch spends (a stream, an async iterable, a `Request`'s
+   * own) cannot be sent again: where the policy would retry, the call gives up
+   * (`attempts_exhausted`, `retryAfterMs` the wait it would have made).
+   */
+  async fetch(input, init, options) {
+    const o = execOptions(options, true, ['fetch'])
+    if (init !== undefined && (init === null || typeof init !== 'object')) {
+      throw typeError('invalid_input', `invalid input: init must be an object, got ${describe(init)}`, 'init')
+    }
+    let signal = o.signal
+    const fromInit = init?.signal ?? undefined
+    if (signal !== undefined && fromInit !== undefined && signal !== fromInit) {
+      throw typeError('invalid_input', 'invalid input: give the caller\'s signal once, as options.signal or init.signal', 'signal')
+    }
+    signal ??= fromInit ?? (typeof Request === 'function' && input instanceof Request ? input.signal : undefined)
+    const impl = o.fetch ?? globalThis.fetch
+    const { fetch: _, ...rest } = o
+    return this.#run((own) => impl(input, { ...init, signal: own }), { ...rest, signal }, true, resendable(input, init))
   }
 }
 
@@ -1145,7 +1366,9 @@ module.exports = {
   retryAfterHint,
   sleep,
   PermitError,
+  UpstreamUnavailableError,
   GiveUpError,
   BreakerOpenError,
+  RetryLaterError,
   MAX_TIMER_MS,
 }

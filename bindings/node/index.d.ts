@@ -23,6 +23,8 @@ export interface ClassifierBox { readonly __holdoff: 'ClassifierBox' }
 export interface PolicyBox { readonly __holdoff: 'PolicyBox' }
 /** Handle of a policy's logical call. */
 export interface PolicyCallBox { readonly __holdoff: 'PolicyCallBox' }
+/** Handle of one call of a retry helper (the core's Execution). */
+export interface ExecBox { readonly __holdoff: 'ExecBox' }
 
 
 export declare class ExternalObject<T> {
@@ -135,32 +137,68 @@ export declare function clockWallNowUnixMs(c: ExternalObject<ClockBox>): number
 export declare function clockWallOriginUnixMs(c: ExternalObject<ClockBox>): number
 
 /**
- * `execute`, after an attempt: 0 when done (the call is finished), else the decision object
- * (`retry` keeps the call; `give_up` finishes it).
+ * The caller cancelled (during a wait, or an attempt the helper abandons): records an attempt
+ * in progress as cancelled and finishes. Returns the finished step.
  */
-export declare function execAfter(h: ExternalObject<PolicyBox>, id: number, outcomeCode: number, retryLaterMs: number): number | object
+export declare function execCancel(h: ExternalObject<ExecBox>): number
 
 /**
- * `execute`, after an attempt that got an HTTP response (flat headers): as `execAfter`, and
- * the classified outcome's name is in the object's `outcome`.
+ * Reports the attempt: `how` is 0 returned / 1 raised (with the outcome's code and, for a
+ * retry later, its delay), 2 the caller cancelled, 3 a programming error. Returns the next step
+ * (as `execNext`).
  */
-export declare function execAfterResponse(h: ExternalObject<PolicyBox>, id: number, status: unknown, headers: Array<string>): number | object
+export declare function execComplete(h: ExternalObject<ExecBox>, how: number, outcomeCode: number, retryLaterMs: number): number
 
 /**
- * `execute`, before an attempt. `id` is -1 for a new call. Returns the call id (a number) when
- * the attempt may go, or `{ action: 'wait', id, delayMs }` / `{ action: 'give_up', reason,
- * retryAfterMs }` (the call is then finished).
+ * Reports an attempt that got an HTTP response (flat headers): the policy's classifier reads
+ * status and headers at the decision's clock reading. A number that is not a whole status
+ * (outside 0..=999, fractional, infinite) finishes with the `invalid_input` verdict, the attempt
+ * recorded as cancelled. Returns the next step (as `execNext`).
  */
-export declare function execBefore(h: ExternalObject<PolicyBox>, id: number): number | object
+export declare function execCompleteResponse(h: ExternalObject<ExecBox>, status: number, headers: Array<string>): number
 
-/** Calls of `execute` in flight (for tests: every execution must release its slot). */
-export declare function execInFlight(h: ExternalObject<PolicyBox>): number
+/** The outcome code the last attempt was recorded as (see `outcomeNames`), or -1 before any. */
+export declare function execLastOutcome(h: ExternalObject<ExecBox>): number
 
 /**
- * Ends an execution early (its signal aborted while it waited, or the attempt's result could
- * not be classified). A permit still held is recorded as cancelled, which frees a probe slot.
+ * A call of a retry helper, not started yet, with its time limits (`attemptTimeoutMs`: default
+ * none; `totalTimeoutMs`: default 60 000; `null` is no limit). `invalid_config` naming
+ * `execute.attempt_timeout` or `execute.total_timeout` for a limit the core refuses.
  */
-export declare function execRelease(h: ExternalObject<PolicyBox>, id: number): void
+export declare function execNew(policy: ExternalObject<PolicyBox>, attemptTimeoutMs: unknown, totalTimeoutMs: unknown): ExternalObject<ExecBox>
+
+/**
+ * Starts the call, or the next attempt after a wait. Returns the step as a number: `> 0` an
+ * attempt with that time limit in milliseconds (`Infinity`: none), `-1` a wait (`execWait`),
+ * `<= -2` finished (`verdictNames()[-2 - step]`; `execVerdict` for the rest).
+ */
+export declare function execNext(h: ExternalObject<ExecBox>): number
+
+/**
+ * The attempt in progress as one number: `2 * number + probe` (number 1 for the first attempt,
+ * probe 1 for a probe of an open breaker); 0 when the last step was not an attempt.
+ */
+export declare function execPlan(h: ExternalObject<ExecBox>): number
+
+/**
+ * The helper cannot make the attempt the last wait leads to (a request body that cannot be sent
+ * twice): finishes with the core's give-up (`attempts_exhausted`, carrying that wait as
+ * `retryAfterMs`). `invalid_input` naming `execution` unless the last step was a wait. Returns
+ * the finished step.
+ */
+export declare function execStop(h: ExternalObject<ExecBox>): number
+
+/**
+ * The verdict of a finished call: `{ attempts, reason, retryAfterMs, serverDelayMs, capped }`
+ * (`reason` the core's give-up reason, or `null`), or `null` while the call runs.
+ */
+export declare function execVerdict(h: ExternalObject<ExecBox>): object | null
+
+/**
+ * The wait the last step asked for: `{ attempts, delayMs, source, capped, serverDelayMs }`
+ * (`source` the core's name: `backoff`, `retry_after`, `breaker`), or `null`.
+ */
+export declare function execWait(h: ExternalObject<ExecBox>): object | null
 
 /**
  * The breaker the core hands out for `key` (`BreakerGroup::get`: marks it most recently used,
@@ -193,6 +231,12 @@ export declare function groupSnapshot(h: ExternalObject<GroupBox>): object
 
 /** Whether the lease was given back. */
 export declare function leaseGivenBack(lease: ExternalObject<LeaseBox>): boolean
+
+/**
+ * The core's outcome names, indexed by the outcome codes of `breakerRecord` (0 success,
+ * 1 answer, 2 failure, 3 timeout, 4 cancelled, 5 retry later).
+ */
+export declare function outcomeNames(): Array<string>
 
 /**
  * Parses one Retry-After field value (RFC 9110 §10.2.3) against the wall time `nowUnixMs`:
@@ -263,3 +307,6 @@ export declare function retryCallRetries(call: ExternalObject<RetryCallBox>): nu
 
 /** The core's state names indexed by their code (`State as u8`), which refusal codes carry. */
 export declare function stateNames(): Array<string>
+
+/** The core's verdict names, indexed by the codes of finished steps. */
+export declare function verdictNames(): Array<string>

@@ -8,6 +8,7 @@
 #   run.sh bench        release build, then holdoff against opossum and cockatiel (not in test)
 #   run.sh leak         the same build and install, the leak loops at full size (a million
 #                       objects; `test` runs them at a tenth of the size)
+# HOLDOFF_CONFORMANCE_DIR, if set, is the suite the runner reads (default: the repository's).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -61,7 +62,7 @@ case "$cmd" in
     dir="$(scratch)"
     trap 'rm -rf "$dir"' EXIT
     cd "$dir/app"
-    export HOLDOFF_CONFORMANCE_DIR="$repo/conformance"
+    export HOLDOFF_CONFORMANCE_DIR="${HOLDOFF_CONFORMANCE_DIR:-$repo/conformance}"
     if [ "$cmd" = conformance ]; then
       node --test --test-reporter=./test/tally-reporter.mjs test/conformance.test.mjs
     elif [ "$cmd" = leak ]; then

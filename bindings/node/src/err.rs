@@ -58,6 +58,8 @@ pub fn js_option(field: &str) -> String {
         "retry_after_cap",
         "max_backoff_duration",
         "rate_limit_default_wait",
+        "attempt_timeout",
+        "total_timeout",
     ];
     let mut parts = field.split('.');
     let _component = parts.next();
@@ -148,5 +150,6 @@ mod tests {
         );
         assert_eq!(js_option("quota.retry_cost"), "retryCost");
         assert_eq!(js_option("policy.clock"), "clock");
+        assert_eq!(js_option("execute.total_timeout"), "totalTimeoutMs");
     }
 }

@@ -23,4 +23,6 @@ export interface ClassifierBox { readonly __holdoff: 'ClassifierBox' }
 export interface PolicyBox { readonly __holdoff: 'PolicyBox' }
 /** Handle of a policy's logical call. */
 export interface PolicyCallBox { readonly __holdoff: 'PolicyCallBox' }
+/** Handle of one call of a retry helper (the core's Execution). */
+export interface ExecBox { readonly __holdoff: 'ExecBox' }
 

@@ -3,7 +3,8 @@
 //! This crate is a thin skin over the `holdoff` core: it converts JavaScript values and units
 //! (milliseconds as numbers, never BigInt) and maps errors to `RangeError`/`TypeError` with the
 //! stable `code`. Every decision is the core's. The public JavaScript API (classes, permits,
-//! `execute`, events) lives in `holdoff.js`, which calls the functions here on opaque handles.
+//! the retry helpers, events) lives in `holdoff.js`, which calls the functions here on opaque
+//! handles; `execution.rs` holds the core's retry loop of one call (`holdoff::Execution`).
 //!
 //! Why handles and free functions instead of `#[napi]` classes: a method call on a napi class
 //! unwraps `this` through a private-property lookup, which costs about as much as the whole
@@ -14,6 +15,7 @@
 #![deny(clippy::all)]
 
 mod err;
+pub mod execution;
 mod opts;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -845,76 +847,9 @@ pub fn classifier_classify<'e>(
 // ---------------------------------------------------------------------------------------------
 // Policy
 
-/// A logical call of `policy.execute`: the core's per-call state and the permit of the attempt
-/// in flight. Lives in the policy's table between the native calls of one execution.
-struct ExecCall {
-    call: Call,
-    permit: Option<Permit>,
-}
-
-#[derive(Default)]
-struct Slot {
-    generation: u32,
-    live: Option<ExecCall>,
-}
-
-/// Calls in flight of `execute`, addressed by `generation * 2^32 + index` so that a stale id
-/// never reaches a reused slot.
-#[derive(Default)]
-struct Table {
-    slots: Vec<Slot>,
-    free: Vec<usize>,
-}
-
-const GENERATIONS: u32 = 1 << 20;
-
-impl Table {
-    fn insert(&mut self, c: ExecCall) -> f64 {
-        let i = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(Slot::default());
-                self.slots.len() - 1
-            }
-        };
-        let s = &mut self.slots[i];
-        s.generation = (s.generation + 1) % GENERATIONS;
-        s.live = Some(c);
-        ((u64::from(s.generation) << 32) | i as u64) as f64
-    }
-
-    fn locate(&self, id: f64) -> Option<usize> {
-        // Ids are whole numbers below 2^52; anything else is not one of ours.
-        if !(0.0..4_503_599_627_370_496.0).contains(&id) {
-            return None;
-        }
-        let bits = id as u64;
-        if bits as f64 != id {
-            return None;
-        }
-        let i = (bits & 0xffff_ffff) as usize;
-        let g = (bits >> 32) as u32;
-        let s = self.slots.get(i)?;
-        (s.generation == g && s.live.is_some()).then_some(i)
-    }
-
-    fn get(&mut self, id: f64) -> Option<&mut ExecCall> {
-        let i = self.locate(id)?;
-        self.slots[i].live.as_mut()
-    }
-
-    fn remove(&mut self, id: f64) -> Option<ExecCall> {
-        let i = self.locate(id)?;
-        let c = self.slots[i].live.take();
-        self.free.push(i);
-        c
-    }
-}
-
-/// A policy and the table of its executions in flight.
+/// A policy, shared with the executions of its retry helpers (`execution.rs`).
 pub struct PolicyBox {
-    policy: Policy,
-    table: Mutex<Table>,
+    policy: Arc<Policy>,
 }
 
 /// The per-call state of the manual policy API (`policy.newCall()`).
@@ -939,8 +874,7 @@ pub fn policy_new(
     )
     .map_err(|e| err::config(env, &e))?;
     Ok(External::new(PolicyBox {
-        policy,
-        table: Mutex::new(Table::default()),
+        policy: Arc::new(policy),
     }))
 }
 
@@ -1073,145 +1007,4 @@ pub fn policy_after_response<'e>(
 /// spent); the caller then throws the status error.
 fn record_not_a_status(policy: &Policy, permit: Permit) -> std::result::Result<Effect, PermitError> {
     policy.breaker().record(permit, Outcome::Cancelled)
-}
-
-fn unknown_call(env: &Env) -> Error {
-    err::throw(
-        env,
-        Kind::Plain,
-        "invalid_input",
-        "invalid input: no execution with this id is in flight".into(),
-        Some("call"),
-    )
-}
-
-/// `execute`, before an attempt. `id` is -1 for a new call. Returns the call id (a number) when
-/// the attempt may go, or `{ action: 'wait', id, delayMs }` / `{ action: 'give_up', reason,
-/// retryAfterMs }` (the call is then finished).
-#[napi(catch_unwind)]
-pub fn exec_before<'e>(env: &'e Env, h: &External<PolicyBox>, id: f64) -> Result<Either<f64, Object<'e>>> {
-    let mut table = lock(&h.table);
-    let id = if id < 0.0 {
-        table.insert(ExecCall {
-            call: Call::new(),
-            permit: None,
-        })
-    } else {
-        id
-    };
-    let Some(c) = table.get(id) else {
-        return Err(unknown_call(env));
-    };
-    match h.policy.before_attempt(&mut c.call) {
-        Before::Go(p) => {
-            c.permit = Some(p);
-            Ok(Either::A(id))
-        }
-        Before::Wait(d) => {
-            let mut o = Object::new(env)?;
-            o.set("action", "wait")?;
-            o.set("id", id)?;
-            o.set("delayMs", ms(d))?;
-            Ok(Either::B(o))
-        }
-        g @ Before::GiveUp { .. } => {
-            table.remove(id);
-            drop(table);
-            Ok(Either::B(before_object(env, g, 0)?))
-        }
-    }
-}
-
-fn exec_decision<'e>(
-    env: &'e Env,
-    table: &mut Table,
-    id: f64,
-    d: Decision,
-) -> Result<Either<u32, Object<'e>>> {
-    match d {
-        Decision::Done => {
-            table.remove(id);
-            Ok(Either::A(0))
-        }
-        Decision::Retry { .. } => Ok(Either::B(decision_object(env, &d)?)),
-        Decision::GiveUp { .. } => {
-            table.remove(id);
-            Ok(Either::B(decision_object(env, &d)?))
-        }
-    }
-}
-
-/// `execute`, after an attempt: 0 when done (the call is finished), else the decision object
-/// (`retry` keeps the call; `give_up` finishes it).
-#[napi(catch_unwind)]
-pub fn exec_after<'e>(
-    env: &'e Env,
-    h: &External<PolicyBox>,
-    id: f64,
-    outcome_code: u32,
-    retry_later_ms: f64,
-) -> Result<Either<u32, Object<'e>>> {
-    let o = outcome(env, outcome_code, retry_later_ms)?;
-    let mut table = lock(&h.table);
-    let Some(c) = table.get(id) else {
-        return Err(unknown_call(env));
-    };
-    let Some(permit) = c.permit.take() else {
-        return Err(unknown_call(env));
-    };
-    let d = h
-        .policy
-        .after_attempt(&mut c.call, permit, o)
-        .map_err(|e| err::holdoff(env, &e.into()))?;
-    exec_decision(env, &mut table, id, d)
-}
-
-/// `execute`, after an attempt that got an HTTP response (flat headers): as `execAfter`, and
-/// the classified outcome's name is in the object's `outcome`.
-#[napi(catch_unwind)]
-pub fn exec_after_response<'e>(
-    env: &'e Env,
-    h: &External<PolicyBox>,
-    id: f64,
-    status: Unknown<'_>,
-    headers: Vec<String>,
-) -> Result<Either<u32, Object<'e>>> {
-    let status = status_arg(env, &status)?;
-    let mut table = lock(&h.table);
-    let Some(c) = table.get(id) else {
-        return Err(unknown_call(env));
-    };
-    let Some(permit) = c.permit.take() else {
-        return Err(unknown_call(env));
-    };
-    let s = match status {
-        Ok(s) => s,
-        Err(e) => {
-            drop(table);
-            // The permit is this policy's own: never foreign.
-            let _ = record_not_a_status(&h.policy, permit);
-            return Err(err::input(env, &e));
-        }
-    };
-    let (d, _) = h
-        .policy
-        .after_response(&mut c.call, permit, s, headers_of(&headers))
-        .map_err(|e| err::holdoff(env, &e))?;
-    exec_decision(env, &mut table, id, d)
-}
-
-/// Ends an execution early (its signal aborted while it waited, or the attempt's result could
-/// not be classified). A permit still held is recorded as cancelled, which frees a probe slot.
-#[napi(catch_unwind)]
-pub fn exec_release(h: &External<PolicyBox>, id: f64) {
-    let c = lock(&h.table).remove(id);
-    if let Some(ExecCall { permit: Some(p), .. }) = c {
-        let _ = h.policy.breaker().record(p, Outcome::Cancelled);
-    }
-}
-
-/// Calls of `execute` in flight (for tests: every execution must release its slot).
-#[napi(catch_unwind)]
-pub fn exec_in_flight(h: &External<PolicyBox>) -> u32 {
-    lock(&h.table).slots.iter().filter(|s| s.live.is_some()).count() as u32
 }

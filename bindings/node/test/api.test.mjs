@@ -17,6 +17,7 @@ import {
   QuotaLease,
   RetryBudget,
   RetryQuota,
+  UpstreamUnavailableError,
   parseRetryAfter,
   retryAfterHint,
 } from 'holdoff'
@@ -91,10 +92,12 @@ describe('Breaker', () => {
     const r = b.tryAllow()
     assert.deepEqual(r, { admitted: false, retryAfterMs: 30_000, state: 'open', episode: 1 })
     const e = throwsCode(() => b.allow(), BreakerOpenError, 'breaker_open')
-    assert.ok(e instanceof GiveUpError)
+    assert.ok(e instanceof UpstreamUnavailableError && !(e instanceof GiveUpError))
     assert.equal(e.reason, 'breaker_open')
     assert.equal(e.retryAfterMs, 30_000)
     assert.equal(e.state, 'open')
+    assert.equal(e.episode, 1)
+    assert.equal(e.attempts, 0)
     clock.advance(30_000)
     const p = b.allow()
     assert.ok(p instanceof Permit)

@@ -1,7 +1,9 @@
 // The conformance runner for Node: every case of conformance/cases through holdoff's public
-// JavaScript API, one subtest per case, following conformance/README.md (the reference runner
-// is core/tests/conformance.rs). HOLDOFF_CONFORMANCE_DIR points at the suite (default: the
-// repository's, relative to this file); HOLDOFF_CASES=substring runs only matching ids.
+// JavaScript API, following conformance/README.md (the reference runner is
+// core/tests/conformance.rs): one subtest per case, and a case with `execute` steps once per
+// helper flavour it applies to (`id [flavour]`, see conformance-execute.mjs), each on a fresh
+// build. HOLDOFF_CONFORMANCE_DIR points at the suite (default: the repository's, relative to
+// this file); HOLDOFF_CASES=substring runs only matching ids.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -18,6 +20,8 @@ import {
   parseRetryAfter,
   retryAfterHint,
 } from 'holdoff'
+import { checkExecute, flavoursOf, runExecute } from './conformance-execute.mjs'
+import { ManualTimers } from './manual-timers.mjs'
 
 const SUITE_VERSION = 2
 const here = dirname(fileURLToPath(import.meta.url))
@@ -80,7 +84,8 @@ const CLASSIFIER = {
   rate_limit_default_wait_ms: ['rateLimitDefaultWaitMs', plain],
 }
 const GROUP = { max_keys: ['maxKeys', plain] }
-const CONFIG_KEYS = new Set(['breaker', 'budget', 'quota', 'classifier', 'group'])
+const EXECUTE = { attempt_timeout_ms: ['attemptTimeoutMs', plain], total_timeout_ms: ['totalTimeoutMs', plain] }
+const CONFIG_KEYS = new Set(['breaker', 'budget', 'quota', 'classifier', 'group', 'execute'])
 
 function outcome(v) {
   if (typeof v === 'string') return v
@@ -130,6 +135,9 @@ class Ctx {
     for (const k of Object.keys(config)) if (!CONFIG_KEYS.has(k)) throw new Error(`unknown config key ${k}`)
     this.config = config
     this.clock = new ManualClock({ wallOriginUnixMs: c.clock?.wall_origin_unix_ms ?? 0 })
+    this.timers = new ManualTimers(this.clock)
+    // Absent limits stay absent (the helper's defaults); null is no limit.
+    this.executeOptions = rename(config.execute, EXECUTE, 'execute') ?? {}
     this.breakerOpts = rename(config.breaker, BREAKER, 'breaker')
     // Same order as the reference runner, so that the first refusal is the same one.
     if (this.breakerOpts !== undefined) {
@@ -184,7 +192,7 @@ class Ctx {
     }
   }
 
-  step(step) {
+  async step(step, flavour) {
     const expect = step.expect
     const a = {}
     const callName = step.call ?? 'default'
@@ -371,13 +379,18 @@ class Ctx {
         }
         return check(expect, r, [...DECISION_KEYS, 'error', 'outcome'])
       }
+      case 'execute': {
+        if (!this.policy) throw new Error('the case has no policy')
+        if (flavour === undefined) throw new Error('an execute step in a case without flavours')
+        return checkExecute(expect, await runExecute(this, step, flavour), check)
+      }
       default:
         throw new Error(`unknown op ${JSON.stringify(step.op)}`)
     }
   }
 }
 
-function runCase(c) {
+async function runCase(c, flavour) {
   let ctx
   try {
     ctx = new Ctx(c)
@@ -389,19 +402,19 @@ function runCase(c) {
   }
   if (c.expect_error !== undefined) throw new Error(`expected configuration error ${JSON.stringify(c.expect_error)}, but it built`)
   if (!Array.isArray(c.steps)) throw new Error('case without steps')
-  c.steps.forEach((step, i) => {
+  for (const [i, step] of c.steps.entries()) {
     const repeat = step.repeat ?? 1
     const every = step.every_ms ?? 0
     for (let r = 0; r < repeat; r++) {
       if (step.at !== undefined) ctx.clock.set(step.at + r * every)
       try {
-        ctx.step(step)
+        await ctx.step(step, flavour)
       } catch (e) {
         const rep = repeat > 1 ? ` (repetition ${r})` : ''
         throw new Error(`step ${i} ${step.op} at ${ctx.clock.now()}${rep}: ${e.message}`)
       }
     }
-  })
+  }
 }
 
 function caseFiles(dir) {
@@ -427,10 +440,14 @@ for (const file of caseFiles(join(root, 'cases'))) {
 }
 
 // Checked before any case runs, and not as cases of their own, so that the count of subtests is
-// the count of cases (the matrix compares it across languages).
+// the count of (case, flavour) pairs.
 assert.equal(version, SUITE_VERSION, `runner written for suite version ${SUITE_VERSION}`)
 assert.ok(cases.length > 0, 'no conformance cases found')
 
 describe('conformance', () => {
-  for (const c of cases) it(c.id, () => runCase(c))
+  for (const c of cases) {
+    const flavours = flavoursOf(c)
+    if (flavours === null) it(c.id, () => runCase(c))
+    else for (const f of flavours) it(`${c.id} [${f}]`, () => runCase(c, f))
+  }
 })

@@ -1,6 +1,7 @@
-// policy.execute / executeResponse / fetch and sleep: retries on the core's budget, cancellation,
-// timers. Nothing sleeps for real: waits go through an injected sleep that moves a ManualClock,
-// or through node:test's mocked timers.
+// The retry helpers (policy.execute, executeResponse, fetch): options, hooks, the default
+// classification, what rejects how, and each attempt's own signal. Time is a ManualClock with
+// ManualTimers behind the `sleep` option (waits and attempt limits alike), or node:test's
+// mocked timers for the default sleep; nothing sleeps for real.
 import { describe, it, mock } from 'node:test'
 import assert from 'node:assert/strict'
 import { createServer } from 'node:http'
@@ -10,320 +11,680 @@ import {
   MAX_TIMER_MS,
   ManualClock,
   Policy,
+  RetryLaterError,
+  UpstreamUnavailableError,
   sleep,
 } from 'holdoff'
+import { ManualTimers, turn } from './manual-timers.mjs'
 
+/** A policy on a manual clock, and options that record the hooks. */
 function setup(options = {}) {
   const clock = new ManualClock()
-  const waits = []
+  const timers = new ManualTimers(clock)
   const policy = new Policy({ clock, ...options })
-  const fakeSleep = async (ms, signal) => {
-    assert.ok(ms >= 0 && Number.isFinite(ms), `a wait must be finite and non-negative, got ${ms}`)
-    waits.push(ms)
-    signal?.throwIfAborted()
-    clock.advance(ms)
-  }
-  return { clock, policy, waits, sleep: fakeSleep }
+  const waits = []
+  const attempts = []
+  const opts = (more = {}) => ({
+    sleep: timers.sleep,
+    onRetry: (w) => waits.push(w),
+    onAttempt: (a) => attempts.push(a),
+    ...more,
+  })
+  return { clock, timers, policy, waits, attempts, opts }
 }
 
-async function rejectsWith(promise, check) {
-  let err
+/** A transport error as Node's net module raises it. */
+function netError(code = 'ECONNREFUSED') {
+  return Object.assign(new Error(`connect ${code} 127.0.0.1:9`), { code, errno: -111, syscall: 'connect' })
+}
+
+async function rejects(promise) {
   try {
     await promise
   } catch (e) {
-    err = e
+    return e
   }
-  assert.ok(err !== undefined, 'expected a rejection')
-  check(err)
-  return err
+  assert.fail('expected a rejection')
 }
 
 describe('policy.execute', () => {
-  it('returns a resolved value after one attempt and releases its call', async () => {
-    const { policy, waits, sleep } = setup()
-    let calls = 0
-    const v = await policy.execute(async (signal) => {
-      calls++
-      assert.equal(signal, undefined)
+  it('resolves to the value; the attempt gets a signal of its own; no timer is left', async () => {
+    const { policy, timers, opts, attempts } = setup()
+    const caller = new AbortController()
+    let seen
+    const v = await timers.run(policy.execute(async (signal) => {
+      seen = signal
       return 'ok'
-    }, { sleep })
+    }, opts({ signal: caller.signal })))
     assert.equal(v, 'ok')
-    assert.equal(calls, 1)
-    assert.deepEqual(waits, [])
-    assert.equal(policy._inFlight(), 0)
+    assert.ok(seen instanceof AbortSignal && seen !== caller.signal && !seen.aborted)
+    assert.deepEqual(attempts, [{ attempt: 1, probe: false, outcome: 'success' }])
+    assert.equal(timers.pending, 0, 'the attempt limit (the 60 s total) was cancelled')
   })
 
-  it('retries failures on the counted backoff, then succeeds', async () => {
-    const { policy, waits, sleep, clock } = setup({ breaker: { trip: { threshold: 100 } } })
+  it('retries network errors on the counted backoff, then succeeds', async () => {
+    const { policy, clock, timers, waits, opts } = setup({ breaker: { trip: { threshold: 100 } } })
     let calls = 0
-    const v = await policy.execute(async () => {
-      if (++calls < 4) throw new Error(`down ${calls}`)
+    const v = await timers.run(policy.execute(async () => {
+      if (++calls < 4) throw netError()
       return clock.now()
-    }, { sleep })
-    assert.deepEqual(waits, [500, 1000, 2000])
+    }, opts()))
     assert.equal(v, 3500)
-    assert.equal(policy._inFlight(), 0)
+    assert.deepEqual(waits, [
+      { attempt: 1, delayMs: 500, source: 'backoff', capped: false, serverDelayMs: null },
+      { attempt: 2, delayMs: 1000, source: 'backoff', capped: false, serverDelayMs: null },
+      { attempt: 3, delayMs: 2000, source: 'backoff', capped: false, serverDelayMs: null },
+    ])
   })
 
-  it('gives up with GiveUpError(attempts_exhausted) carrying the last error', async () => {
-    const { policy, waits, sleep } = setup({ breaker: { trip: { threshold: 100 } }, budget: { maxRetries: 2 } })
-    const err = await rejectsWith(
-      policy.execute(async () => {
-        throw new Error('still down')
-      }, { sleep }),
-      (e) => assert.ok(e instanceof GiveUpError),
-    )
-    assert.equal(err.code, 'give_up')
-    assert.equal(err.reason, 'attempts_exhausted')
-    assert.equal(err.attempts, 3)
-    assert.equal(err.cause.message, 'still down')
-    assert.deepEqual(waits, [500, 1000])
-    assert.equal(policy._inFlight(), 0)
+  it('gives up with GiveUpError, an UpstreamUnavailableError carrying the last error', async () => {
+    const { policy, timers, opts } = setup({ breaker: { trip: { threshold: 100 } }, budget: { maxRetries: 2 } })
+    const errors = []
+    const e = await rejects(timers.run(policy.execute(async () => {
+      throw errors[errors.push(netError('ECONNRESET')) - 1]
+    }, opts())))
+    assert.ok(e instanceof GiveUpError && e instanceof UpstreamUnavailableError && !(e instanceof BreakerOpenError))
+    assert.equal(e.code, 'give_up')
+    assert.equal(e.reason, 'attempts_exhausted')
+    assert.equal(e.attempts, 3)
+    assert.equal(e.cause, errors[2])
+    assert.equal(e.retryAfterMs, null)
+    assert.equal(e.serverDelayMs, null)
+    assert.equal(e.capped, false)
+    assert.ok(!('result' in e) && !('response' in e))
   })
 
-  it('waits a Retry-After as given and gives up when it no longer fits the budget', async () => {
-    const { policy, waits, sleep } = setup({ budget: { maxRateLimitDurationMs: 600_000, retryAfterCapMs: 300_000 } })
-    const err = await rejectsWith(
-      policy.execute(async () => {
-        throw Object.assign(new Error('429'), { retryAfterMs: 250_000 })
-      }, { sleep, classifyError: (e) => ({ retryLaterMs: e.retryAfterMs }) }),
-      (e) => assert.ok(e instanceof GiveUpError),
-    )
-    // The first retry-later opens the breaker for the same 250 s; the second wait (at 250 s)
-    // would end at 500 s, inside the 600 s episode; the third would not fit.
-    assert.deepEqual(waits, [250_000, 250_000])
-    assert.equal(err.reason, 'retry_after_exceeds_remaining')
-    assert.equal(err.serverDelayMs, 250_000)
+  it('a RetryLaterError waits its delay; above the cap it waits the cap and says so', async () => {
+    // The breaker opens for the server's delay too, up to its own guard: 10 s, as the cap.
+    const { policy, timers, waits, opts } = setup({ breaker: { maxRetryLaterMs: 10_000 }, budget: { retryAfterCapMs: 10_000 } })
+    let calls = 0
+    const v = await timers.run(policy.execute(async () => {
+      calls++
+      if (calls === 1) throw new RetryLaterError(2000)
+      if (calls === 2) throw new RetryLaterError(25_000)
+      return calls
+    }, opts()))
+    assert.equal(v, 3)
+    assert.deepEqual(waits, [
+      { attempt: 1, delayMs: 2000, source: 'retry_after', capped: false, serverDelayMs: 2000 },
+      { attempt: 2, delayMs: 10_000, source: 'retry_after', capped: true, serverDelayMs: 25_000 },
+    ])
+    assert.throws(() => new RetryLaterError(-1), (err) => err instanceof RangeError && err.field === 'retryLaterMs')
+    assert.throws(() => new RetryLaterError('5'), (err) => err instanceof TypeError && err.code === 'invalid_input')
   })
 
-  it('a first attempt against an open breaker fails fast with BreakerOpenError', async () => {
-    const { policy, sleep, clock } = setup()
+  it('a first attempt against an open breaker rejects with BreakerOpenError, nothing attached', async () => {
+    const { policy, clock, timers, opts } = setup()
     const b = policy.breaker
     for (let i = 0; i < 5; i++) b.record(b.allow(), 'failure')
     clock.advance(10_000)
     let called = false
-    const err = await rejectsWith(
-      policy.execute(async () => {
-        called = true
-      }, { sleep }),
-      (e) => assert.ok(e instanceof BreakerOpenError && e instanceof GiveUpError),
-    )
+    const e = await rejects(timers.run(policy.execute(async () => {
+      called = true
+    }, opts())))
     assert.equal(called, false)
-    assert.equal(err.code, 'breaker_open')
-    assert.equal(err.reason, 'breaker_open')
-    assert.equal(err.retryAfterMs, 20_000)
-    assert.equal(policy._inFlight(), 0)
+    assert.ok(e instanceof BreakerOpenError && e instanceof UpstreamUnavailableError && !(e instanceof GiveUpError))
+    assert.equal(e.code, 'breaker_open')
+    assert.equal(e.reason, 'breaker_open')
+    assert.equal(e.attempts, 0)
+    assert.equal(e.retryAfterMs, 20_000)
+    assert.equal(e.state, 'open')
+    assert.ok(!('cause' in e) && !('result' in e))
   })
 
-  it('a retry waits for the breaker when it opens for longer than the backoff', async () => {
-    const { policy, waits, sleep } = setup({ breaker: { trip: { threshold: 2 } } })
+  it('a retry the breaker keeps waiting past the budget rejects with BreakerOpenError and the last error', async () => {
+    const { policy, timers, opts } = setup({
+      breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 10_000, multiplier: 1 } },
+      budget: { maxBackoffDurationMs: 5000 },
+    })
+    const err = netError()
+    const e = await rejects(timers.run(policy.execute(async () => {
+      throw err
+    }, opts())))
+    assert.ok(e instanceof BreakerOpenError)
+    assert.equal(e.attempts, 1)
+    assert.equal(e.retryAfterMs, 10_000)
+    assert.equal(e.cause, err)
+  })
+
+  it('a programming error is rethrown at once, unretried, and moves nothing', async () => {
+    for (const make of [() => null.x, () => undefinedName, () => { throw new Error('plain') }, () => { throw 'a string' }]) {
+      const { policy, timers, opts, attempts, waits } = setup({ breaker: { trip: { threshold: 1 } }, quota: {} })
+      let thrown
+      const e = await rejects(timers.run(policy.execute(async () => {
+        try {
+          make()
+        } catch (x) {
+          thrown = x
+          throw x
+        }
+      }, opts())))
+      assert.equal(e, thrown)
+      assert.deepEqual(attempts, [{ attempt: 1, probe: false, outcome: 'cancelled', error: thrown }])
+      assert.deepEqual(waits, [])
+      const s = policy.breaker.snapshot()
+      assert.equal(s.state, 'closed')
+      assert.equal(s.failures, 0)
+      assert.equal(policy.quota.available, 500)
+    }
+  })
+
+  it('an error classified as an answer is rethrown unchanged after one attempt', async () => {
+    class NotFound extends Error {}
+    const { policy, timers, opts } = setup()
+    const err = new NotFound('no such manifest')
+    const e = await rejects(timers.run(policy.execute(async () => {
+      throw err
+    }, opts({ classify: (x) => (x instanceof NotFound ? 'answer' : undefined) }))))
+    assert.equal(e, err)
+    assert.equal(policy.breaker.snapshot().failures, 0)
+  })
+
+  it('classify overrides the default table; undefined falls back to it', async () => {
+    class Throttled extends Error {}
+    const { policy, timers, opts, attempts } = setup({ breaker: { trip: { threshold: 100 }, openInterval: { initialMs: 100, multiplier: 1 } } })
     let calls = 0
-    const v = await policy.execute(async () => {
-      if (++calls < 3) throw new Error('down')
+    const v = await timers.run(policy.execute(async () => {
+      calls++
+      if (calls === 1) throw new Throttled('slow down')
+      if (calls === 2) throw netError('EPIPE')
+      if (calls === 3) throw new TypeError('retried as a failure by classify')
+      return 'done'
+    }, opts({
+      classify: (e) => (e instanceof Throttled ? { retryLaterMs: 3000 } : e instanceof TypeError ? 'failure' : undefined),
+    })))
+    assert.equal(v, 'done')
+    assert.deepEqual(attempts.map((a) => a.outcome), ['retry_later', 'failure', 'failure', 'success'])
+  })
+
+  it('classifyResult: a value called a failure is retried, then attached as result', async () => {
+    const { policy, timers, opts } = setup({ budget: { maxRetries: 1 } })
+    const values = []
+    const e = await rejects(timers.run(policy.execute(async () => values[values.push({ ok: false }) - 1], opts({
+      classifyResult: (v) => (v.ok ? 'success' : 'failure'),
+    }))))
+    assert.ok(e instanceof GiveUpError)
+    assert.equal(e.result, values[1])
+    assert.ok(!('cause' in e))
+    const { policy: p2, timers: t2, opts: o2 } = setup()
+    const answer = { status: 404 }
+    assert.equal(await t2.run(p2.execute(async () => answer, o2({ classifyResult: () => 'answer' }))), answer)
+  })
+
+  it('a classifier that throws or answers nonsense rejects and frees the probe', async () => {
+    const { policy, clock, timers, opts } = setup({ breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 1000 } } })
+    const b = policy.breaker
+    b.record(b.allow(), 'failure')
+    clock.advance(1000)
+    const e = await rejects(timers.run(policy.execute(async () => 1, opts({ classifyResult: () => 'great' }))))
+    assert.ok(e instanceof TypeError)
+    assert.equal(e.field, 'outcome')
+    assert.equal(b.snapshot().probesInFlight, 0, 'the probe was recorded as cancelled')
+    clock.advance(1000)
+    const boom = new Error('classifier bug')
+    const e2 = await rejects(timers.run(policy.execute(async () => Promise.reject(netError()), opts({
+      classify: () => {
+        throw boom
+      },
+    }))))
+    assert.equal(e2, boom)
+    assert.equal(b.snapshot().probesInFlight, 0)
+  })
+})
+
+describe('the default classification', () => {
+  const fetchFailed = (cause) => new TypeError('fetch failed', cause === undefined ? undefined : { cause })
+  const undici = (code) => Object.assign(new Error(code), { code })
+  const rows = [
+    ['ECONNREFUSED', netError('ECONNREFUSED'), 'failure'],
+    ['ECONNRESET', netError('ECONNRESET'), 'failure'],
+    ['ENOTFOUND', netError('ENOTFOUND'), 'failure'],
+    ['EAI_AGAIN', netError('EAI_AGAIN'), 'failure'],
+    ['EPIPE', netError('EPIPE'), 'failure'],
+    ['EHOSTUNREACH', netError('EHOSTUNREACH'), 'failure'],
+    ['ENETUNREACH', netError('ENETUNREACH'), 'failure'],
+    ['ECONNABORTED', netError('ECONNABORTED'), 'failure'],
+    ['UND_ERR_SOCKET', undici('UND_ERR_SOCKET'), 'failure'],
+    ['an HTTP parser error', undici('HPE_INVALID_CONSTANT'), 'failure'],
+    ['fetch failed (ECONNREFUSED)', fetchFailed(netError()), 'failure'],
+    ['fetch failed (no cause)', fetchFailed(), 'failure'],
+    ['ETIMEDOUT', netError('ETIMEDOUT'), 'timeout'],
+    ['UND_ERR_CONNECT_TIMEOUT', undici('UND_ERR_CONNECT_TIMEOUT'), 'timeout'],
+    ['UND_ERR_HEADERS_TIMEOUT', undici('UND_ERR_HEADERS_TIMEOUT'), 'timeout'],
+    ['UND_ERR_BODY_TIMEOUT', undici('UND_ERR_BODY_TIMEOUT'), 'timeout'],
+    ['fetch failed (UND_ERR_HEADERS_TIMEOUT)', fetchFailed(undici('UND_ERR_HEADERS_TIMEOUT')), 'timeout'],
+    ['a TimeoutError DOMException', new DOMException('late', 'TimeoutError'), 'timeout'],
+    ['RetryLaterError', new RetryLaterError(1500), 'retry_later'],
+    ['TypeError', new TypeError('x is not a function'), 'bug'],
+    ['ReferenceError', new ReferenceError('x is not defined'), 'bug'],
+    ['a plain Error', new Error('something'), 'bug'],
+    ['a Node argument error', Object.assign(new TypeError('bad arg'), { code: 'ERR_INVALID_ARG_TYPE' }), 'bug'],
+    ['undici misuse', undici('UND_ERR_INVALID_ARG'), 'bug'],
+    ['an AbortError not from the caller', new DOMException('aborted', 'AbortError'), 'bug'],
+    ['a thrown string', 'oops', 'bug'],
+  ]
+  for (const [name, error, want] of rows) {
+    it(`${name}: ${want}`, async () => {
+      const { policy, timers, opts, attempts } = setup({ budget: { maxRetries: 0 } })
+      const e = await rejects(timers.run(policy.execute(async () => {
+        throw error
+      }, opts())))
+      const recorded = attempts[0].outcome
+      if (want === 'bug') {
+        assert.equal(e, error, 'a programming error is rethrown unchanged')
+        assert.equal(recorded, 'cancelled')
+      } else {
+        assert.ok(e instanceof GiveUpError, `expected a give-up, got ${e}`)
+        assert.equal(e.cause, error)
+        assert.equal(recorded, want)
+      }
+    })
+  }
+})
+
+describe('time limits', () => {
+  it('attemptTimeoutMs cuts a hanging attempt: its signal aborts with a TimeoutError, recorded as a timeout and retried', async () => {
+    const { policy, clock, timers, opts, attempts } = setup()
+    const caller = new AbortController()
+    const signals = []
+    const v = await timers.run(policy.execute((signal) => {
+      signals.push(signal)
+      if (signals.length === 1) return new Promise(() => {}) // ignores its signal: not waited for
+      return clock.now()
+    }, opts({ attemptTimeoutMs: 2000, signal: caller.signal })))
+    assert.equal(v, 2500)
+    assert.ok(signals[0].aborted && signals[0].reason instanceof DOMException && signals[0].reason.name === 'TimeoutError')
+    assert.ok(!signals[1].aborted && signals[1] !== signals[0])
+    assert.equal(caller.signal.aborted, false, 'an attempt limit never aborts the caller')
+    assert.deepEqual(attempts.map((a) => a.outcome), ['timeout', 'success'])
+    assert.equal(attempts[0].error, signals[0].reason)
+  })
+
+  it('the total timeout (default 60 s) gives up a Retry-After it cannot wait; null lifts it', async () => {
+    const slow = async () => {
+      throw new RetryLaterError(120_000)
+    }
+    const a = setup()
+    const e = await rejects(a.timers.run(a.policy.execute(slow, a.opts())))
+    assert.ok(e instanceof GiveUpError)
+    assert.equal(e.reason, 'total_timeout')
+    assert.equal(e.retryAfterMs, 120_000)
+    assert.equal(e.serverDelayMs, 120_000)
+    const b = setup()
+    let calls = 0
+    const v = await b.timers.run(b.policy.execute(async () => {
+      if (calls++ === 0) throw new RetryLaterError(120_000)
+      return b.clock.now()
+    }, b.opts({ totalTimeoutMs: null })))
+    assert.equal(v, 120_000)
+  })
+
+  it('the total timeout bounds a hanging attempt', async () => {
+    const { policy, timers, opts } = setup()
+    const e = await rejects(timers.run(policy.execute((signal) => new Promise((_, reject) => {
+      signal.addEventListener('abort', () => reject(signal.reason))
+    }), opts({ totalTimeoutMs: 5000 }))))
+    assert.ok(e instanceof GiveUpError)
+    assert.equal(e.reason, 'total_timeout')
+    assert.equal(e.attempts, 1)
+    assert.equal(e.cause.name, 'TimeoutError')
+  })
+
+  it('refuses limits the core refuses, naming the field', async () => {
+    const { policy, opts } = setup()
+    for (const [key, field] of [['attemptTimeoutMs', 'execute.attempt_timeout'], ['totalTimeoutMs', 'execute.total_timeout']]) {
+      for (const bad of [0, -1, NaN, Infinity]) {
+        const e = await rejects(policy.execute(async () => 1, opts({ [key]: bad })))
+        assert.ok(e instanceof RangeError, `${key}: ${bad}`)
+        assert.equal(e.code, 'invalid_config')
+        assert.equal(e.field, field)
+        assert.match(e.message, new RegExp(key))
+      }
+      const e = await rejects(policy.execute(async () => 1, opts({ [key]: '5' })))
+      assert.ok(e instanceof TypeError)
+      assert.equal(e.field, field)
+    }
+  })
+
+  it('the default sleep runs attempt limits and waits on the (mocked) global timers', async () => {
+    mock.timers.enable({ apis: ['setTimeout'] })
+    try {
+      const policy = new Policy({ clock: new ManualClock(), breaker: { trip: { threshold: 100 } } })
+      let calls = 0
+      const signals = []
+      const p = policy.execute((signal) => {
+        signals.push(signal)
+        if (++calls === 1) return new Promise(() => {})
+        return calls
+      }, { attemptTimeoutMs: 1000 })
+      const settled = p.then(() => true)
+      for (let i = 0; i < 10 && calls < 2; i++) {
+        await turn()
+        mock.timers.tick(500)
+      }
+      assert.equal(await settled, true)
+      assert.equal(await p, 2)
+      assert.equal(signals[0].reason.name, 'TimeoutError')
+    } finally {
+      mock.timers.reset()
+    }
+  })
+})
+
+describe('hooks', () => {
+  it('onRetry sees each wait before it starts; onAttempt each attempt after it is recorded', async () => {
+    const { policy, clock, timers, opts } = setup({ breaker: { trip: { threshold: 2 } } })
+    const log = []
+    let calls = 0
+    const v = await timers.run(policy.execute(async () => {
+      log.push(['attempt', clock.now()])
+      if (++calls < 3) throw netError()
       return calls
-    }, { sleep })
-    // Failure 1: backoff 500. Failure 2 trips the breaker (30 s): the retry waits for it.
-    assert.deepEqual(waits, [500, 30_000])
+    }, opts({
+      onRetry: (w) => log.push(['wait', clock.now(), w]),
+      onAttempt: (a) => log.push(['after', clock.now(), a.attempt, a.probe, a.outcome]),
+    })))
     assert.equal(v, 3)
+    // Failure 1: backoff 500. Failure 2 trips the breaker (30 s): the retry waits for its probe.
+    assert.deepEqual(log.map((x) => x.map((y) => (y instanceof Error ? 'error' : y))), [
+      ['attempt', 0],
+      ['after', 0, 1, false, 'failure'],
+      ['wait', 0, { attempt: 1, delayMs: 500, source: 'backoff', capped: false, serverDelayMs: null }],
+      ['attempt', 500],
+      ['after', 500, 2, false, 'failure'],
+      ['wait', 500, { attempt: 2, delayMs: 30_000, source: 'breaker', capped: false, serverDelayMs: null }],
+      ['attempt', 30_500],
+      ['after', 30_500, 3, true, 'success'],
+    ])
   })
 
-  it('a resolved final answer (classified answer) is returned, not thrown', async () => {
-    const { policy, sleep } = setup()
-    const v = await policy.execute(async () => ({ status: 404 }), { sleep, classifyResult: (r) => (r.status === 404 ? 'answer' : 'success') })
-    assert.deepEqual(v, { status: 404 })
+  it('a hook that throws rejects the call with its error; no probe is held', async () => {
+    const { policy, clock, timers, opts } = setup({ breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 1000 } } })
+    const b = policy.breaker
+    b.record(b.allow(), 'failure')
+    clock.advance(1000)
+    const boom = new Error('hook failed')
+    const e = await rejects(timers.run(policy.execute(async () => {
+      throw netError()
+    }, opts({
+      onAttempt: () => {
+        throw boom
+      },
+    }))))
+    assert.equal(e, boom)
+    const s = b.snapshot()
+    assert.equal(s.probesInFlight, 0)
+    assert.equal(s.state, 'open', 'the failed probe was recorded before the hook ran')
+    assert.equal(timers.pending, 0)
   })
+})
 
-  it('an abort while waiting rejects with the signal reason and releases the call', async () => {
-    const { policy } = setup({ breaker: { trip: { threshold: 100 } } })
+describe('cancellation', () => {
+  it('an abort during a wait rejects with the caller\'s reason; nothing more runs', async () => {
+    const { policy, timers, opts } = setup({ breaker: { trip: { threshold: 100 } } })
     const ac = new AbortController()
+    const reason = new Error('stop')
     let calls = 0
-    const err = await rejectsWith(
-      policy.execute(async () => {
-        calls++
-        throw new Error('down')
-      }, {
-        signal: ac.signal,
-        sleep: async (ms, signal) => {
-          ac.abort(new Error('stop'))
-          signal.throwIfAborted()
-        },
-      }),
-      () => {},
-    )
-    assert.equal(err.message, 'stop')
+    const e = await rejects(timers.run(policy.execute(async () => {
+      calls++
+      throw netError()
+    }, opts({ signal: ac.signal, onRetry: () => ac.abort(reason) }))))
+    assert.equal(e, reason)
     assert.equal(calls, 1)
-    assert.equal(policy._inFlight(), 0)
+    assert.equal(timers.pending, 0)
   })
 
-  it('an aborted attempt is recorded as cancelled: the probe slot is free, its window spent', async () => {
-    const { policy, clock, sleep } = setup()
+  it('an abort during a probe: recorded as cancelled, the slot is free, its window spent', async () => {
+    const { policy, clock, timers, opts, attempts } = setup()
     const b = policy.breaker
     for (let i = 0; i < 5; i++) b.record(b.allow(), 'failure')
     clock.advance(30_000)
     const ac = new AbortController()
     let probing
-    const err = await rejectsWith(
-      policy.execute((signal) => {
-        probing = b.snapshot().probesInFlight
-        return new Promise((_, reject) => {
-          signal.addEventListener('abort', () => reject(signal.reason))
-          ac.abort()
-        })
-      }, { signal: ac.signal, sleep }),
-      () => {},
-    )
-    assert.equal(err.name, 'AbortError')
+    const e = await rejects(timers.run(policy.execute((signal) => {
+      probing = b.snapshot().probesInFlight
+      return new Promise((_, reject) => {
+        signal.addEventListener('abort', () => reject(signal.reason))
+        ac.abort()
+      })
+    }, opts({ signal: ac.signal }))))
+    assert.equal(e, ac.signal.reason)
+    assert.equal(e.name, 'AbortError')
     assert.equal(probing, 1)
+    assert.equal(attempts[0].outcome, 'cancelled')
     const s = b.snapshot()
     assert.equal(s.probesInFlight, 0, 'the cancelled probe gave its slot back')
-    // It may have reached the upstream: the next probe waits for the next interval.
-    assert.equal(s.probeReady, false)
+    assert.equal(s.probeReady, false, 'it may have reached the upstream: the next probe waits')
     assert.equal(s.retryAfterMs, 30_000)
     assert.equal(s.state, 'half_open')
-    assert.equal(policy._inFlight(), 0)
   })
 
-  it('a storm of callers cancelling after 100 ms sends the upstream one probe per interval', async () => {
-    // Trip after 1 failure, 1 s between probes, an upstream that never answers, no retries.
-    // Twenty callers at a time, one arriving every 5 ms for 6 s, each aborting its own call
-    // after 100 ms of manual-clock time: a probe's window stays spent when it is cancelled, so
-    // the upstream sees the failure that tripped the breaker and then one probe a second
-    // (1000, 2000, ..., 6000 ms), 7 calls in all, not one per caller.
-    const clock = new ManualClock()
-    const policy = new Policy({
-      clock,
-      breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 1000, multiplier: 1 } },
-      budget: { maxRetries: 0 },
-    })
-    let reached = 0
-    const upstream = (signal) => {
-      reached++
-      if (clock.now() === 0) return Promise.reject(new Error('down'))
-      return new Promise((_, reject) => signal.addEventListener('abort', () => reject(signal.reason), { once: true }))
-    }
-    const ARRIVAL_MS = 5
-    const GIVE_UP_MS = 100
-    const outcomes = { refused: 0, cancelled: 0, gaveUp: 0, other: [] }
-    const pending = []
-    const aborts = [] // [deadline, controller], in arrival order
-    const settle = (p) =>
-      p.then(
-        (v) => outcomes.other.push(v),
-        (e) => {
-          if (e instanceof BreakerOpenError) outcomes.refused++
-          else if (e?.name === 'AbortError') outcomes.cancelled++
-          else if (e instanceof GiveUpError) outcomes.gaveUp++
-          else outcomes.other.push(e)
-        },
-      )
-    const turn = () => new Promise(setImmediate)
-    let maxConcurrent = 0
-    for (let t = 0; t <= 6000; t += ARRIVAL_MS) {
-      clock.set(t)
-      while (aborts.length > 0 && aborts[0][0] <= t) aborts.shift()[1].abort()
-      await turn()
-      const ac = new AbortController()
-      aborts.push([t + GIVE_UP_MS, ac])
-      maxConcurrent = Math.max(maxConcurrent, aborts.length)
-      pending.push(settle(policy.execute(upstream, { signal: ac.signal, sleep: () => assert.fail('no caller retries') })))
-      await turn()
-    }
-    for (const [, ac] of aborts) ac.abort()
-    await Promise.all(pending)
-    assert.equal(maxConcurrent, GIVE_UP_MS / ARRIVAL_MS, 'twenty callers at a time')
-    assert.deepEqual(outcomes.other, [])
-    assert.equal(pending.length, 1201)
-    assert.equal(reached, 7, 'the tripping failure, then one probe per interval')
-    assert.equal(outcomes.gaveUp, 1)
-    assert.equal(outcomes.cancelled, 6)
-    assert.equal(outcomes.refused, 1201 - 7)
-    const s = policy.breaker.snapshot()
-    assert.equal(s.probes, 6)
-    assert.equal(s.probesInFlight, 0)
-    assert.equal(s.opens, 1)
-    assert.equal(policy._inFlight(), 0)
+  it('an operation that ignores the abort is not waited for', async () => {
+    const { policy, timers, opts } = setup()
+    const ac = new AbortController()
+    const p = policy.execute(() => new Promise(() => {}), opts({ signal: ac.signal }))
+    await turn()
+    ac.abort(new Error('bye'))
+    const e = await rejects(timers.run(p))
+    assert.equal(e.message, 'bye')
+  })
+
+  it("the caller's deadline (a TimeoutError reason, as AbortSignal.timeout gives) is a timeout, not a cancellation", async () => {
+    const { policy, timers, opts, attempts } = setup({ breaker: { trip: { threshold: 1 } } })
+    const ac = new AbortController()
+    const deadline = new DOMException('The operation was aborted due to timeout', 'TimeoutError')
+    const e = await rejects(timers.run(policy.execute((signal) => new Promise((_, reject) => {
+      signal.addEventListener('abort', () => reject(signal.reason))
+      ac.abort(deadline)
+    }), opts({ signal: ac.signal }))))
+    assert.equal(attempts[0].outcome, 'timeout')
+    assert.equal(policy.breaker.snapshot().state, 'open', 'a caller deadline counts against a hanging upstream')
+    assert.equal(e instanceof BreakerOpenError ? e.cause : e, deadline)
   })
 
   it('an already aborted signal never calls the function', async () => {
-    const { policy } = setup()
+    const { policy, opts } = setup()
     let called = false
-    await rejectsWith(
-      policy.execute(() => {
-        called = true
-      }, { signal: AbortSignal.abort() }),
-      (e) => assert.equal(e.name, 'AbortError'),
-    )
+    const e = await rejects(policy.execute(() => {
+      called = true
+    }, opts({ signal: AbortSignal.abort() })))
+    assert.equal(e.name, 'AbortError')
     assert.equal(called, false)
-    assert.equal(policy._inFlight(), 0)
   })
+})
 
-  it('rejects bad arguments with TypeError', async () => {
+describe('options and concurrency', () => {
+  it('rejects bad arguments, naming them', async () => {
     const { policy } = setup()
-    await rejectsWith(policy.execute(42), (e) => assert.equal(e.code, 'invalid_input'))
-    await rejectsWith(policy.execute(async () => 1, { sleep: 5 }), (e) => assert.ok(e instanceof TypeError))
-    await rejectsWith(policy.execute(async () => 1, { signal: {} }), (e) => assert.equal(e.field, 'signal'))
-    await rejectsWith(policy.execute(async () => 1, { classifyResult: () => 'great' }), (e) => assert.equal(e.field, 'outcome'))
-    assert.equal(policy._inFlight(), 0)
+    const bad = async (p, check) => check(await rejects(p))
+    await bad(policy.execute(42), (e) => assert.equal(e.field, 'fn'))
+    await bad(policy.execute(async () => 1, { sleep: 5 }), (e) => assert.ok(e instanceof TypeError && e.field === 'sleep'))
+    await bad(policy.execute(async () => 1, { onRetry: 'x' }), (e) => assert.equal(e.field, 'onRetry'))
+    await bad(policy.execute(async () => 1, { signal: {} }), (e) => assert.equal(e.field, 'signal'))
+    await bad(policy.execute(async () => 1, { classifyError: () => 'failure' }), (e) => assert.ok(e instanceof TypeError && e.field === 'classifyError'))
+    await bad(policy.execute(async () => 1, null), (e) => assert.equal(e.field, 'options'))
+    await bad(policy.executeResponse(async () => ({ status: 200 }), { classifyResult: () => 'success' }), (e) => assert.equal(e.field, 'classifyResult'))
   })
 
   it('concurrent executions keep their own calls', async () => {
-    const { policy, sleep } = setup({ breaker: { trip: { threshold: 100 } } })
+    const { policy, timers, opts } = setup({ breaker: { trip: { threshold: 100 } } })
     const fails = { a: 2, b: 1 }
     const run = (k) =>
       policy.execute(async () => {
         await null
-        if (fails[k]-- > 0) throw new Error(k)
+        if (fails[k]-- > 0) throw netError()
         return k
-      }, { sleep })
-    assert.deepEqual(await Promise.all([run('a'), run('b'), run('a')]), ['a', 'b', 'a'])
-    assert.equal(policy._inFlight(), 0)
+      }, opts())
+    assert.deepEqual(await timers.run(Promise.all([run('a'), run('b'), run('a')])), ['a', 'b', 'a'])
+    assert.equal(timers.pending, 0)
   })
 
   it("delivers the breaker's state changes to its listeners", async () => {
-    const { policy, sleep } = setup({ breaker: { trip: { threshold: 1 } }, budget: { maxRetries: 0 } })
+    const { policy, timers, opts } = setup({ breaker: { trip: { threshold: 1 } }, budget: { maxRetries: 0 } })
     const seen = []
     policy.breaker.on('stateChange', (e) => seen.push(e.reason))
-    await rejectsWith(policy.execute(async () => Promise.reject(new Error('x')), { sleep }), () => {})
+    await rejects(timers.run(policy.execute(async () => Promise.reject(netError()), opts())))
     assert.deepEqual(seen, ['tripped'])
   })
 })
 
 describe('policy.executeResponse and fetch', () => {
-  it('classifies responses: Retry-After waits, a 404 is returned', async () => {
-    const { policy, waits, sleep } = setup()
+  it('classifies responses: Retry-After waits, a final 404 is returned', async () => {
+    const { policy, timers, waits, opts } = setup()
     const responses = [
       { status: 503, headers: { 'retry-after': '2' } },
-      { status: 429, headers: new Headers({ 'retry-after': '3' }) },
-      { status: 404 },
+      new Response(null, { status: 429, headers: { 'retry-after': '3' } }),
+      new Response('gone', { status: 404 }),
     ]
-    const r = await policy.executeResponse(async () => responses.shift(), { sleep })
-    assert.equal(r.status, 404)
-    assert.deepEqual(waits, [2000, 3000])
+    const last = responses[2]
+    const r = await timers.run(policy.executeResponse(async () => responses.shift(), opts()))
+    assert.equal(r, last)
+    assert.deepEqual(waits.map((w) => [w.delayMs, w.source]), [[2000, 'retry_after'], [3000, 'retry_after']])
+  })
+
+  it('500s until retries run out reject with GiveUpError carrying the last response; retried bodies are released', async () => {
+    const { policy, timers, opts } = setup({ budget: { maxRetries: 2 } })
+    const cancelled = []
+    const responses = [0, 1, 2].map((i) => ({ status: 500, headers: {}, body: { cancel: async () => cancelled.push(i) } }))
+    let n = 0
+    const e = await rejects(timers.run(policy.executeResponse(async () => responses[n++], opts())))
+    assert.ok(e instanceof GiveUpError)
+    assert.equal(e.reason, 'attempts_exhausted')
+    assert.equal(e.response, responses[2])
+    assert.ok(!('cause' in e) && !('result' in e))
+    assert.deepEqual(cancelled, [0, 1], 'the body handed over stays readable')
   })
 
   it('a broken status (600) is retried as a failure; a value that is not a status is refused', async () => {
-    const { policy, waits, sleep } = setup({ breaker: { trip: { threshold: 100 } } })
+    const { policy, timers, waits, opts } = setup({ breaker: { trip: { threshold: 100 } } })
     const responses = [{ status: 600 }, { status: 999 }, { status: 200 }]
-    assert.equal((await policy.executeResponse(async () => responses.shift(), { sleep })).status, 200)
-    assert.deepEqual(waits, [500, 1000])
-    for (const status of [-1, 1000, 70_000]) {
-      await rejectsWith(policy.executeResponse(async () => ({ status }), { sleep }), (e) => {
-        assert.ok(e instanceof RangeError)
-        assert.equal(e.code, 'invalid_input')
-        assert.equal(e.field, 'status')
-      })
+    assert.equal((await timers.run(policy.executeResponse(async () => responses.shift(), opts()))).status, 200)
+    assert.deepEqual(waits.map((w) => w.delayMs), [500, 1000])
+    for (const status of [-1, 1000, 70_000, 200.5, NaN]) {
+      const e = await rejects(timers.run(policy.executeResponse(async () => ({ status }), opts())))
+      assert.ok(e instanceof RangeError, String(status))
+      assert.equal(e.code, 'invalid_input')
+      assert.equal(e.field, 'status')
     }
-    assert.equal(policy._inFlight(), 0)
     assert.equal(policy.breaker.snapshot().failures, 0, 'recorded as cancelled, not as failures')
   })
 
-  it('refuses a non-response value', async () => {
-    const { policy, sleep } = setup()
-    await rejectsWith(policy.executeResponse(async () => 'nope', { sleep }), (e) => assert.equal(e.field, 'response'))
-    assert.equal(policy._inFlight(), 0)
+  it('refuses a value that is not a response, freeing the probe', async () => {
+    const { policy, clock, timers, opts } = setup({ breaker: { trip: { threshold: 1 }, openInterval: { initialMs: 1000 } } })
+    const b = policy.breaker
+    b.record(b.allow(), 'failure')
+    clock.advance(1000)
+    const e = await rejects(timers.run(policy.executeResponse(async () => 'nope', opts())))
+    assert.equal(e.field, 'response')
+    assert.equal(b.snapshot().probesInFlight, 0)
   })
 
-  it('fetch retries a local server that answers 503 with Retry-After', async () => {
+  it('fetch: each attempt gets its own signal; the caller\'s is init.signal or options.signal', async () => {
+    const { policy, timers, opts } = setup({ breaker: { trip: { threshold: 100 } } })
+    const caller = new AbortController()
+    const seen = []
+    const stub = async (input, init) => {
+      seen.push({ input, method: init.method, signal: init.signal })
+      if (seen.length === 1) throw new TypeError('fetch failed', { cause: netError() })
+      return new Response('ok')
+    }
+    const r = await timers.run(policy.fetch('http://upstream.test/', { method: 'POST', signal: caller.signal }, opts({ fetch: stub })))
+    assert.equal(await r.text(), 'ok')
+    assert.equal(seen.length, 2)
+    assert.ok(seen.every((s) => s.input === 'http://upstream.test/' && s.method === 'POST'))
+    assert.ok(seen[0].signal !== caller.signal && seen[1].signal !== seen[0].signal && !seen[1].signal.aborted)
+    // The caller's signal (here init.signal) cancels the attempt through its own signal.
+    const p = policy.fetch('http://upstream.test/', { signal: caller.signal }, opts({
+      fetch: (_, init) => new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason))),
+    }))
+    await turn()
+    caller.abort(new Error('caller gave up'))
+    assert.equal((await rejects(timers.run(p))).message, 'caller gave up')
+    const twice = await rejects(policy.fetch('http://upstream.test/', { signal: new AbortController().signal }, { signal: caller.signal }))
+    assert.equal(twice.field, 'signal')
+  })
+
+  it('fetch: a body it cannot send twice ends the call where it would retry; a string body is sent again', async () => {
+    const stream = () => new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode('{}')), c.close()) })
+    const cases = [
+      ['a stream body', 'http://upstream.test/', { method: 'PUT', body: stream(), duplex: 'half' }, 1],
+      ['a Request with a body', new Request('http://upstream.test/', { method: 'PUT', body: '{}' }), undefined, 1],
+      ['a string body', 'http://upstream.test/', { method: 'PUT', body: '{}' }, 3],
+      ['a Request without a body', new Request('http://upstream.test/'), undefined, 3],
+    ]
+    for (const [name, input, init, sent] of cases) {
+      const { policy, timers, opts, waits } = setup({ budget: { maxRetries: 2 } })
+      let calls = 0
+      const down = new TypeError('fetch failed', { cause: netError() })
+      const e = await rejects(timers.run(policy.fetch(input, init, opts({
+        fetch: async () => {
+          calls++
+          throw down
+        },
+      }))))
+      assert.equal(calls, sent, name)
+      assert.ok(e instanceof GiveUpError, name)
+      assert.equal(e.reason, 'attempts_exhausted', name)
+      assert.equal(e.cause, down)
+      assert.equal(e.attempts, sent, name)
+      if (sent === 1) {
+        assert.equal(e.retryAfterMs, 500, `${name}: the wait it would have made`)
+        assert.deepEqual(waits, [], `${name}: no wait`)
+      }
+    }
+  })
+
+  it('fetch against a local server: an attempt cut by its limit is aborted, the next one is really sent', { timeout: 20_000 }, async () => {
+    // The old helper handed the caller's signal to every retry. Here the first request hangs at
+    // the server until the attempt limit aborts it; the retry carries a fresh signal and reaches
+    // the server, which answers.
+    const arrived = []
+    let firstClosed
+    const closed = new Promise((resolve) => (firstClosed = resolve))
+    const server = createServer((req, res) => {
+      arrived.push(req.url)
+      if (arrived.length === 1) {
+        res.on('close', firstClosed)
+        return // hangs
+      }
+      res.end('hello')
+    })
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+    try {
+      const { policy, timers, waits, opts, attempts } = setup()
+      const url = `http://127.0.0.1:${server.address().port}/manifest`
+      const p = policy.fetch(url, undefined, opts({ attemptTimeoutMs: 1000 }))
+      // Real I/O: wait (on the wall clock, bounded) until the server holds the first request.
+      for (let i = 0; arrived.length === 0; i++) {
+        assert.ok(i < 500, 'the first request never arrived')
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      timers.advance(1000) // the attempt limit
+      await closed // the client aborted the hanging request
+      for (let i = 0; timers.pending === 0; i++) {
+        assert.ok(i < 100, 'no wait was scheduled')
+        await turn()
+      }
+      timers.runNext() // the backoff
+      // The retry must reach the server (a retry on the first attempt's aborted signal never
+      // leaves the client).
+      for (let i = 0; arrived.length < 2; i++) {
+        assert.ok(i < 300, `the retry never reached the server (attempts: ${JSON.stringify(attempts.map((a) => a.outcome))})`)
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      const res = await p
+      assert.equal(res.status, 200)
+      assert.equal(await res.text(), 'hello')
+      assert.deepEqual(arrived, ['/manifest', '/manifest'])
+      assert.deepEqual(attempts.map((a) => a.outcome), ['timeout', 'success'])
+      assert.deepEqual(waits.map((w) => w.delayMs), [500])
+    } finally {
+      server.closeAllConnections()
+      server.close()
+    }
+  })
+
+  it('fetch retries a local server that answers 503 with Retry-After', { timeout: 20_000 }, async () => {
     let hits = 0
     const server = createServer((req, res) => {
       hits++
@@ -336,11 +697,17 @@ describe('policy.executeResponse and fetch', () => {
     })
     await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
     try {
-      const { policy, waits, sleep } = setup()
-      const res = await policy.fetch(`http://127.0.0.1:${server.address().port}/`, undefined, { sleep })
+      const { policy, timers, waits, opts } = setup()
+      const p = policy.fetch(`http://127.0.0.1:${server.address().port}/`, undefined, opts())
+      for (let i = 0; timers.peek()?.ms !== 1000; i++) {
+        assert.ok(i < 500, 'no Retry-After wait was scheduled')
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+      timers.runNext()
+      const res = await p
       assert.equal(res.status, 200)
       assert.equal(await res.text(), 'hello')
-      assert.deepEqual(waits, [1000])
+      assert.deepEqual(waits.map((w) => w.delayMs), [1000])
       assert.equal(hits, 2)
     } finally {
       server.close()
@@ -393,26 +760,7 @@ describe('sleep', () => {
       const ac = new AbortController()
       const q = sleep(5000, ac.signal)
       ac.abort(new Error('bye'))
-      await rejectsWith(q, (e) => assert.equal(e.message, 'bye'))
-    } finally {
-      mock.timers.reset()
-    }
-  })
-
-  it('execute with the default sleep waits on the (mocked) timers', async () => {
-    mock.timers.enable({ apis: ['setTimeout'] })
-    try {
-      const policy = new Policy({ clock: new ManualClock(), breaker: { trip: { threshold: 100 } } })
-      let calls = 0
-      const p = policy.execute(async () => {
-        if (++calls === 1) throw new Error('once')
-        return calls
-      })
-      for (let i = 0; i < 5 && calls < 2; i++) {
-        await new Promise((r) => setImmediate(r))
-        mock.timers.tick(500)
-      }
-      assert.equal(await p, 2)
+      assert.equal((await rejects(q)).message, 'bye')
     } finally {
       mock.timers.reset()
     }

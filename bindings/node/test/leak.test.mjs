@@ -1,8 +1,9 @@
 // Leak loops (issue 8, point 4): objects made and dropped in a loop, memory flat. Each loop runs
 // in a child process with --expose-gc (test/leak-child.mjs), which measures after a warm-up and
 // at the end, after full collections. `run.sh test` runs the loops at a tenth of their full size
-// (n = 90 000 measured iterations of the calls and groups loops, 9 000 of the policies loop);
-// `run.sh leak` (HOLDOFF_LEAK=full) at full size (900 000 and 90 000).
+// (n = 90 000 measured iterations of the calls and groups loops, 18 000 of the executions loop,
+// 9 000 of the policies loop); `run.sh leak` (HOLDOFF_LEAK=full) at full size (900 000, 180 000
+// and 90 000).
 //
 // Two measures, each allowed to grow by a fixed floor (noise) plus a per-iteration allowance, so
 // that the bound scales with n:
@@ -52,7 +53,7 @@ function measure(loop) {
 }
 
 describe(`leak loops (${full ? 'full' : 'a tenth'})`, () => {
-  for (const loop of ['calls', 'groups', 'policies']) {
+  for (const loop of ['calls', 'groups', 'executions', 'policies']) {
     it(`${loop}: memory stays flat`, { timeout: full ? 600_000 : 120_000 }, () => {
       const m = measure(loop)
       for (const [key, { floor, perIteration }] of Object.entries(BOUNDS)) {

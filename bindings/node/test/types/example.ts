@@ -9,7 +9,9 @@ import {
   ManualClock,
   Policy,
   RetryBudget,
+  RetryLaterError,
   RetryQuota,
+  UpstreamUnavailableError,
   parseRetryAfter,
   retryAfterHint,
   sleep,
@@ -94,22 +96,41 @@ void should, src
 breaker.tryAllow()
 
 const policy = new Policy({ breaker, budget, quota: new RetryQuota({ capacity: 100 }), classifier })
+class NotFound extends Error {}
 async function main(): Promise<void> {
-  const n: number = await policy.execute(async (signal) => {
-    signal?.throwIfAborted()
+  const n: number = await policy.execute(async (signal: AbortSignal) => {
+    signal.throwIfAborted()
     return 42
-  }, { signal: AbortSignal.timeout(1000), sleep: async (ms) => void clock.advance(ms) })
-  const res: Response = await policy.fetch('http://127.0.0.1:1/')
+  }, {
+    signal: AbortSignal.timeout(10_000),
+    attemptTimeoutMs: 2000,
+    totalTimeoutMs: null,
+    classify: (e) => (e instanceof NotFound ? 'answer' : undefined),
+    classifyResult: (v) => (v === 42 ? 'success' : 'failure'),
+    onRetry: ({ attempt, delayMs, source, capped, serverDelayMs }) => console.log(attempt, delayMs, source, capped, serverDelayMs),
+    onAttempt: ({ attempt, probe, outcome }) => console.log(attempt, probe, outcome),
+  })
+  const res: Response = await policy.fetch('http://127.0.0.1:1/', { method: 'HEAD' }, { totalTimeoutMs: 30_000, fetch: globalThis.fetch })
   const same = await policy.executeResponse(async () => ({ status: 200, headers: { 'retry-after': '1' } }))
   void n, res, same.status, c.outcome
   try {
-    await policy.execute(() => Promise.reject(new Error('down')))
+    await policy.execute(() => Promise.reject(new RetryLaterError(5000)))
   } catch (e) {
-    if (e instanceof GiveUpError) console.log(e.reason, e.attempts, e.code)
+    if (e instanceof UpstreamUnavailableError) {
+      const after: number | null = e.retryAfterMs
+      const server: number | null = e.serverDelayMs
+      void after, server, e.capped, e.attempts, e.cause
+    }
+    if (e instanceof GiveUpError) console.log(e.reason, e.attempts, e.code, e.response)
   }
   await sleep(0)
 }
 void main
+
+// @ts-expect-error executeResponse classifies responses itself
+policy.executeResponse(async () => ({ status: 200 }), { classifyResult: () => 'success' })
+// @ts-expect-error a limit is a number of milliseconds or null
+policy.execute(async () => 1, { totalTimeoutMs: '60s' })
 
 // The native layer's generated types are usable too.
 const h = native.clockNew(undefined)

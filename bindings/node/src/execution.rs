@@ -1,0 +1,298 @@
+//! The retry loop of one call of the JavaScript helpers (`policy.execute`, `executeResponse`,
+//! `fetch`): the core's [`Execution`] behind an opaque handle. JavaScript runs each attempt,
+//! sleeps, calls the hooks and turns the verdict into a value or an error; every decision (admit,
+//! wait, give up, what the caller gets) is the core's.
+//!
+//! Steps cross N-API as one number, so that a call whose first attempt succeeds builds no object:
+//!
+//! | number | step |
+//! |---|---|
+//! | `> 0` | [`Step::Attempt`]: its time limit in milliseconds, `Infinity` for none |
+//! | `-1` | [`Step::Wait`]: read it with `execWait` |
+//! | `<= -2` | [`Step::Finish`]: `-2 - code`, `code` indexing `verdictNames()` (the core's names); read a verdict other than `return` with `execVerdict` |
+//!
+//! Dropping the handle (garbage collection) during an attempt records it as cancelled, as the
+//! core's `Execution` does when dropped, so a probe is never held by an abandoned call.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdoff::config::{ExecuteSpec, Num};
+use holdoff::{Attempted, Execution, GaveUp, GiveUpReason, Outcome, Policy, Step, Verdict};
+use napi::bindgen_prelude::*;
+use napi::ValueType;
+use napi_derive::napi;
+
+use crate::err::{self, Kind};
+use crate::{headers_of, ms, outcome, set_ms, PolicyBox};
+
+/// One call of a retry helper: the core's execution and the last step it returned.
+pub struct ExecBox {
+    exec: Execution<Arc<Policy>>,
+    last: Option<Step>,
+}
+
+const STEP_WAIT: f64 = -1.0;
+
+// The verdicts in the order of their codes; the names are the core's (`Verdict::name`).
+const VERDICTS: [Verdict; 6] = [
+    Verdict::Return { attempts: 0 },
+    Verdict::Rethrow {
+        attempts: 0,
+        reason: None,
+    },
+    Verdict::BreakerOpen {
+        attempts: 0,
+        retry_after: None,
+    },
+    Verdict::GiveUp(GaveUp {
+        reason: GiveUpReason::BudgetSpent,
+        attempts: 0,
+        retry_after: None,
+        server_delay: None,
+        capped: false,
+    }),
+    Verdict::Cancelled { attempts: 0 },
+    Verdict::InvalidInput { attempts: 0 },
+];
+
+fn verdict_code(v: &Verdict) -> f64 {
+    let name = v.name();
+    VERDICTS.iter().position(|k| k.name() == name).unwrap_or(0) as f64
+}
+
+/// The core's verdict names, indexed by the codes of finished steps.
+#[napi]
+pub fn verdict_names() -> Vec<&'static str> {
+    VERDICTS.iter().map(Verdict::name).collect()
+}
+
+/// The core's outcome names, indexed by the outcome codes of `breakerRecord` (0 success,
+/// 1 answer, 2 failure, 3 timeout, 4 cancelled, 5 retry later).
+#[napi]
+pub fn outcome_names() -> Vec<&'static str> {
+    [
+        Outcome::Success,
+        Outcome::Answer,
+        Outcome::Failure,
+        Outcome::Timeout,
+        Outcome::Cancelled,
+        Outcome::RetryLater(Duration::ZERO),
+    ]
+    .iter()
+    .map(Outcome::name)
+    .collect()
+}
+
+fn outcome_code(o: Outcome) -> u32 {
+    match o {
+        Outcome::Success => 0,
+        Outcome::Answer => 1,
+        Outcome::Failure => 2,
+        Outcome::Timeout => 3,
+        Outcome::Cancelled => 4,
+        Outcome::RetryLater(_) => 5,
+    }
+}
+
+/// A time limit option: `undefined` keeps the core's default, `null` is no limit, a number of
+/// milliseconds is checked by the core (`ExecuteSpec`), anything else is a `TypeError`.
+fn limit_option(env: &Env, v: &Unknown<'_>, js: &str, core: &str) -> Result<Option<Option<Num>>> {
+    Ok(match v.get_type()? {
+        ValueType::Undefined => None,
+        ValueType::Null => Some(None),
+        ValueType::Number => Some(Some(Num(unsafe { v.cast::<f64>()? }))),
+        _ => {
+            return Err(err::throw(
+                env,
+                Kind::Type,
+                "invalid_config",
+                format!(
+                "invalid configuration: {js} (field {core}) must be a number of milliseconds or null, got {}",
+                crate::opts::describe(env, v)
+            ),
+                Some(core),
+            ))
+        }
+    })
+}
+
+/// A call of a retry helper, not started yet, with its time limits (`attemptTimeoutMs`: default
+/// none; `totalTimeoutMs`: default 60 000; `null` is no limit). `invalid_config` naming
+/// `execute.attempt_timeout` or `execute.total_timeout` for a limit the core refuses.
+#[napi(catch_unwind)]
+pub fn exec_new(
+    env: &Env,
+    policy: &External<PolicyBox>,
+    attempt_timeout_ms: Unknown<'_>,
+    total_timeout_ms: Unknown<'_>,
+) -> Result<External<ExecBox>> {
+    let spec = ExecuteSpec {
+        attempt_timeout_ms: limit_option(
+            env,
+            &attempt_timeout_ms,
+            "attemptTimeoutMs",
+            "execute.attempt_timeout",
+        )?,
+        total_timeout_ms: limit_option(env, &total_timeout_ms, "totalTimeoutMs", "execute.total_timeout")?,
+    };
+    let config = spec.to_config().map_err(|e| err::config(env, &e))?;
+    let exec = Execution::new(Arc::clone(&policy.policy), config).map_err(|e| err::config(env, &e))?;
+    Ok(External::new(ExecBox { exec, last: None }))
+}
+
+fn step_number(h: &mut ExecBox, step: Step) -> f64 {
+    h.last = Some(step);
+    match step {
+        Step::Attempt(plan) => plan.time_limit.map_or(f64::INFINITY, ms),
+        Step::Wait(_) => STEP_WAIT,
+        Step::Finish(v) => -2.0 - verdict_code(&v),
+    }
+}
+
+/// Starts the call, or the next attempt after a wait. Returns the step as a number: `> 0` an
+/// attempt with that time limit in milliseconds (`Infinity`: none), `-1` a wait (`execWait`),
+/// `<= -2` finished (`verdictNames()[-2 - step]`; `execVerdict` for the rest).
+#[napi(catch_unwind)]
+pub fn exec_next(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
+    let step = h.exec.next_step().map_err(|e| err::holdoff(env, &e))?;
+    Ok(step_number(h, step))
+}
+
+/// The attempt in progress as one number: `2 * number + probe` (number 1 for the first attempt,
+/// probe 1 for a probe of an open breaker); 0 when the last step was not an attempt.
+#[napi(catch_unwind)]
+pub fn exec_plan(h: &External<ExecBox>) -> f64 {
+    match h.last {
+        Some(Step::Attempt(p)) => 2.0 * f64::from(p.number) + f64::from(u8::from(p.probe)),
+        _ => 0.0,
+    }
+}
+
+/// How an attempt ended, as `execComplete` takes it.
+const RETURNED: u32 = 0;
+const RAISED: u32 = 1;
+const CANCELLED: u32 = 2;
+const BUG: u32 = 3;
+
+/// Reports the attempt: `how` is 0 returned / 1 raised (with the outcome's code and, for a
+/// retry later, its delay), 2 the caller cancelled, 3 a programming error. Returns the next step
+/// (as `execNext`).
+#[napi(catch_unwind)]
+pub fn exec_complete(
+    env: &Env,
+    h: &mut External<ExecBox>,
+    how: u32,
+    outcome_code: u32,
+    retry_later_ms: f64,
+) -> Result<f64> {
+    let attempted = match how {
+        RETURNED => Attempted::Returned(outcome(env, outcome_code, retry_later_ms)?),
+        RAISED => Attempted::Raised(outcome(env, outcome_code, retry_later_ms)?),
+        CANCELLED => Attempted::Cancelled,
+        BUG => Attempted::Bug,
+        _ => {
+            return Err(err::throw(
+                env,
+                Kind::Range,
+                "invalid_input",
+                format!("invalid input: unknown attempt code {how}"),
+                Some("attempted"),
+            ))
+        }
+    };
+    let step = h.exec.complete(attempted).map_err(|e| err::holdoff(env, &e))?;
+    Ok(step_number(h, step))
+}
+
+/// Reports an attempt that got an HTTP response (flat headers): the policy's classifier reads
+/// status and headers at the decision's clock reading. A number that is not a whole status
+/// (outside 0..=999, fractional, infinite) finishes with the `invalid_input` verdict, the attempt
+/// recorded as cancelled. Returns the next step (as `execNext`).
+#[napi(catch_unwind)]
+pub fn exec_complete_response(
+    env: &Env,
+    h: &mut External<ExecBox>,
+    status: f64,
+    headers: Vec<String>,
+) -> Result<f64> {
+    // The core takes any integer and refuses what is not a status; a number that is not whole is
+    // no status either, and i64::MIN is one the core refuses the same way.
+    let status = if status.is_finite() && status.fract() == 0.0 {
+        status as i64
+    } else {
+        i64::MIN
+    };
+    let step = h
+        .exec
+        .complete_response(status, headers_of(&headers))
+        .map_err(|e| err::holdoff(env, &e))?;
+    Ok(step_number(h, step))
+}
+
+/// The caller cancelled (during a wait, or an attempt the helper abandons): records an attempt
+/// in progress as cancelled and finishes. Returns the finished step.
+#[napi(catch_unwind)]
+pub fn exec_cancel(h: &mut External<ExecBox>) -> f64 {
+    let v = h.exec.cancel();
+    step_number(h, Step::Finish(v))
+}
+
+/// The helper cannot make the attempt the last wait leads to (a request body that cannot be sent
+/// twice): finishes with the core's give-up (`attempts_exhausted`, carrying that wait as
+/// `retryAfterMs`). `invalid_input` naming `execution` unless the last step was a wait. Returns
+/// the finished step.
+#[napi(catch_unwind)]
+pub fn exec_stop(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
+    let v = h.exec.stop().map_err(|e| err::holdoff(env, &e))?;
+    Ok(step_number(h, Step::Finish(v)))
+}
+
+/// The outcome code the last attempt was recorded as (see `outcomeNames`), or -1 before any.
+#[napi(catch_unwind)]
+pub fn exec_last_outcome(h: &External<ExecBox>) -> i32 {
+    h.exec.last_outcome().map_or(-1, |o| outcome_code(o) as i32)
+}
+
+/// The wait the last step asked for: `{ attempts, delayMs, source, capped, serverDelayMs }`
+/// (`source` the core's name: `backoff`, `retry_after`, `breaker`), or `null`.
+#[napi(catch_unwind)]
+pub fn exec_wait<'e>(env: &'e Env, h: &External<ExecBox>) -> Result<Option<Object<'e>>> {
+    let Some(Step::Wait(w)) = h.last else {
+        return Ok(None);
+    };
+    let mut o = Object::new(env)?;
+    o.set("attempts", w.attempts)?;
+    o.set("delayMs", ms(w.delay))?;
+    o.set("source", w.source.name())?;
+    o.set("capped", w.capped)?;
+    set_ms(&mut o, "serverDelayMs", w.server_delay)?;
+    Ok(Some(o))
+}
+
+/// The verdict of a finished call: `{ attempts, reason, retryAfterMs, serverDelayMs, capped }`
+/// (`reason` the core's give-up reason, or `null`), or `null` while the call runs.
+#[napi(catch_unwind)]
+pub fn exec_verdict<'e>(env: &'e Env, h: &External<ExecBox>) -> Result<Option<Object<'e>>> {
+    let Some(v) = h.exec.verdict() else {
+        return Ok(None);
+    };
+    let mut o = Object::new(env)?;
+    o.set("attempts", v.attempts())?;
+    let (reason, retry_after, server_delay, capped) = match v {
+        Verdict::Rethrow { reason, .. } => (reason.map(|r| r.name()), None, None, false),
+        Verdict::BreakerOpen { retry_after, .. } => {
+            (Some(GiveUpReason::BreakerOpen.name()), retry_after, None, false)
+        }
+        Verdict::GiveUp(g) => (Some(g.reason.name()), g.retry_after, g.server_delay, g.capped),
+        _ => (None, None, None, false),
+    };
+    match reason {
+        Some(r) => o.set("reason", r)?,
+        None => o.set("reason", Null)?,
+    }
+    set_ms(&mut o, "retryAfterMs", retry_after)?;
+    set_ms(&mut o, "serverDelayMs", server_delay)?;
+    o.set("capped", capped)?;
+    Ok(Some(o))
+}
