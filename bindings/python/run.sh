@@ -2,8 +2,9 @@
 # The Python binding's entry points (see bindings/python/README.md):
 #   run.sh test         fresh venv, `pip install ./bindings/python` (maturin builds the wheel),
 #                       pytest (all tests, conformance included), mypy.stubtest, sdist check
-#   run.sh conformance  reinstall into the venv if needed, run tests/test_conformance.py only;
-#                       ends with the plain line `N passed, N failed, N skipped`
+#   run.sh conformance  reinstall into the venv if needed, run tests/test_conformance.py only
+#                       (an execute case once per helper flavour); ends with the plain line
+#                       `N passed, N failed, N skipped`
 #   run.sh bench        release build in its own venv; holdoff against pybreaker, tenacity,
 #                       purgatory and aiobreaker (HOLDOFF_BENCH_OUT=<file>: JSON-lines records)
 #   run.sh leak         the leak loops of tests/test_leak.py at full size (a million objects);
@@ -61,7 +62,8 @@ cmd_test() {
     ensure_tools
     log "fresh venv at $VENV"
     new_venv "$VENV"
-    # requests and httpx: tests/test_client_timeouts.py checks their real timeout classes.
+    # requests and httpx: tests/test_client_timeouts.py checks their real timeout classes, the
+    # execute cases' HTTP flavours return their responses, the README example calls requests.
     "$VENV/bin/python" -m pip install -q pytest mypy requests httpx
     install_pkg "$VENV" dev
     log "pytest"
@@ -99,9 +101,11 @@ sdist_check() {
 
 cmd_conformance() {
     ensure_tools
-    if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import pytest' >/dev/null 2>&1; then
+    # requests and httpx: the HTTP flavours of the execute cases return their real responses.
+    if [ ! -x "$VENV/bin/python" ] \
+        || ! "$VENV/bin/python" -c 'import pytest, requests, httpx' >/dev/null 2>&1; then
         new_venv "$VENV"
-        "$VENV/bin/python" -m pip install -q pytest
+        "$VENV/bin/python" -m pip install -q pytest requests httpx
     fi
     install_pkg "$VENV" dev >&2
     cd "$HERE"

@@ -3,7 +3,7 @@
 //! A thin skin over the core: it converts Python values (float seconds, `timedelta`, ints) with
 //! the core's `units` rules, maps the core's errors to the exceptions of `holdoff._errors`, and
 //! offers Python shapes. No breaker or budget logic lives here; the helpers (decorators, context
-//! managers, `call`) are Python code on `Policy.before_attempt` / `Policy.after_attempt`.
+//! managers, `call`) are Python code stepping the core's retry loop, `Execution`.
 //! Nothing releases the GIL: every operation takes nanoseconds.
 
 use pyo3::prelude::*;
@@ -12,6 +12,7 @@ mod breaker;
 mod budget;
 mod clock;
 mod convert;
+mod execution;
 mod http;
 mod policy;
 
@@ -42,6 +43,11 @@ fn _holdoff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<policy::Wait>()?;
     m.add_class::<policy::Stop>()?;
     m.add_class::<policy::Policy>()?;
+    m.add_class::<execution::AttemptPlan>()?;
+    m.add_class::<execution::WaitPlan>()?;
+    m.add_class::<execution::Verdict>()?;
+    m.add_class::<execution::Execution>()?;
+    m.add("DEFAULT_TOTAL_TIMEOUT", execution::default_total_timeout())?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::hint_from_headers, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -1,5 +1,6 @@
-//! One upstream's breaker, budget and quota composed: `before_attempt` / `after_attempt`, the
-//! two functions every helper (decorators, context managers, `call`) is built on.
+//! One upstream's breaker, budget and quota composed: `before_attempt` / `after_attempt` for
+//! callers that drive each attempt themselves; the helpers run on `Execution`
+//! (`execution.rs`), the core's retry loop over this policy.
 
 use std::sync::Mutex;
 
@@ -148,11 +149,18 @@ impl Stop {
 /// and the budget must share one clock (`InvalidConfig` naming `policy.clock` otherwise).
 #[pyclass(frozen, subclass, weakref, module = "holdoff._holdoff")]
 pub struct Policy {
-    inner: hc::Policy,
+    inner: std::sync::Arc<hc::Policy>,
     breaker: Py<Breaker>,
     budget: Py<RetryBudget>,
     quota: Option<Py<RetryQuota>>,
     classifier: Py<Classifier>,
+}
+
+impl Policy {
+    /// The core's policy, shared with the executions of its calls.
+    pub(crate) fn shared(&self) -> std::sync::Arc<hc::Policy> {
+        std::sync::Arc::clone(&self.inner)
+    }
 }
 
 #[pymethods]
@@ -183,7 +191,7 @@ impl Policy {
         )
         .map_err(|e| convert::config_error(py, e))?;
         Ok(Policy {
-            inner,
+            inner: std::sync::Arc::new(inner),
             breaker: breaker.unbind(),
             budget: budget.unbind(),
             quota: quota.map(Bound::unbind),

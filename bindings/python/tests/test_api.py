@@ -543,10 +543,17 @@ def test_shared_between_threads() -> None:
 def test_exceptions_pickle() -> None:
     for e in (
         holdoff.BreakerOpen(1.5, "open", 2),
+        holdoff.BreakerOpen(None, "forced_open", 3, attempts=2, result="last"),
         holdoff.GiveUp("budget_spent", 3.0, 4),
+        holdoff.GiveUp("total_timeout", 60.0, 6, {"status": 503}, server_delay=400.0,
+                       capped=True),
+        holdoff.AttemptTimeoutError(2, 0.5),
         holdoff.InvalidConfig("breaker.recoveries", "must be between 1 and 1000"),
         holdoff.PermitError("foreign_permit"),
         holdoff.QuotaEmpty(3, 5),
     ):
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and str(back) == str(e) and back.code == e.code
+        for name in ("reason", "attempts", "retry_after", "server_delay", "capped", "result",
+                     "state", "episode", "attempt", "time_limit"):
+            assert getattr(back, name, None) == getattr(e, name, None), (e, name)

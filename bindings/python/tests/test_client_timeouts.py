@@ -100,11 +100,17 @@ def test_client_timeouts_are_timeouts(make: Callable[[], BaseException]) -> None
     assert holdoff.classify_exception(make()) == Outcome.TIMEOUT
 
 
-def test_lookalikes_and_other_client_errors_are_failures() -> None:
-    mine = stand_in("myapp.errors", "Timeout", OSError)  # right name, another module
+def test_lookalikes_and_other_client_errors_are_not_timeouts() -> None:
+    mine = stand_in("myapp.errors", "Timeout", OSError)  # right name, another module: an OSError
     nested = stand_in("requests.exceptions", "Outer.Timeout")  # another qualified name
     assert holdoff.classify_exception(mine("x")) == Outcome.FAILURE
-    assert holdoff.classify_exception(nested("x")) == Outcome.FAILURE
+    assert holdoff.classify_exception(nested("x")) is None  # not a client error: a bug
+    # Transport errors that are not OSErrors, recognised by name.
+    for module, name in (("httpx", "TransportError"),
+                         ("aiohttp.client_exceptions", "ClientConnectionError")):
+        base = stand_in(module, name)
+        assert holdoff.classify_exception(base("x")) == Outcome.FAILURE, name
+        assert holdoff.classify_exception(stand_in(module, "Sub", base)("x")) == Outcome.FAILURE
     try:
         import requests.exceptions as rex
 

@@ -1,6 +1,8 @@
 """Every case of ``conformance/cases`` through holdoff's public Python API, one pytest id per
 case, following the runner contract in ``conformance/README.md`` and mirroring the Rust
-reference runner (``core/tests/conformance.rs``).
+reference runner (``core/tests/conformance.rs``). A case with an ``execute`` step runs once per
+helper flavour (``sync plain``, ``async plain``, ``sync http``, ``async http``; see
+``conformance_execute.py``), each on a fresh build, with the id ``<case> [<flavour>]``.
 
 The case's neutral configuration (integer milliseconds) is turned into the Python constructors
 (float seconds), as a Python user would write them. The one translation of an error: a
@@ -21,6 +23,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
+from conformance_execute import CaseFailure, check_execute, flavours, run_execute
 
 import holdoff
 
@@ -48,8 +51,15 @@ def _load_cases() -> List[Dict[str, Any]]:
 CASES = _load_cases()
 
 
-class CaseFailure(AssertionError):
-    pass
+def _runs() -> List[Any]:
+    """One run per case, or per (case, flavour) for a case with an execute step."""
+    runs = []
+    for case in CASES:
+        if any(step.get("op") == "execute" for step in case.get("steps", [])):
+            runs += [pytest.param(case, f, id=f"{case['id']} [{f}]") for f in flavours(case)]
+        else:
+            runs.append(pytest.param(case, None, id=case["id"]))
+    return runs
 
 
 # -- conversions ------------------------------------------------------------------------------
@@ -211,8 +221,10 @@ def breaker_kwargs(spec: Dict[str, Any], clock: holdoff.ManualClock) -> Dict[str
 
 
 class Ctx:
-    def __init__(self, case: Dict[str, Any]) -> None:
+    def __init__(self, case: Dict[str, Any], flavour: Optional[str] = None) -> None:
         config = case.get("config", {})
+        self.flavour = flavour
+        self.execute_config: Dict[str, Any] = config.get("execute", {})
         origin = case.get("clock", {}).get("wall_origin_unix_ms", 0)
         self.clock = holdoff.ManualClock(wall_origin=origin / 1000)
         self.breaker: Optional[holdoff.Breaker] = None
@@ -485,14 +497,19 @@ class Ctx:
                 ["decision", "delay_ms", "source", "server_delay_ms", "capped", "reason",
                  "error", "outcome"],
             )
+        elif op == "execute":
+            if self.policy is None or self.flavour is None:
+                raise CaseFailure("execute needs a policy and a flavour")
+            got = run_execute(self.policy, self.clock, self.execute_config, step, self.flavour)
+            check_execute(expect, got, check)
         else:
             raise CaseFailure(f"unknown op {op!r}")
 
 
-def run_case(case: Dict[str, Any]) -> None:
+def run_case(case: Dict[str, Any], flavour: Optional[str] = None) -> None:
     expect_error = case.get("expect_error")
     try:
-        ctx = Ctx(case)
+        ctx = Ctx(case, flavour)
     except holdoff.HoldoffError as e:
         if expect_error is None:
             raise CaseFailure(f"configuration refused: {e}") from None
@@ -519,6 +536,6 @@ def run_case(case: Dict[str, Any]) -> None:
                 raise CaseFailure(f"step {i} {step.get('op', '?')} at {at}{rep}: {e}") from None
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
-def test_case(case: Dict[str, Any]) -> None:
-    run_case(case)
+@pytest.mark.parametrize("case,flavour", _runs())
+def test_case(case: Dict[str, Any], flavour: Optional[str]) -> None:
+    run_case(case, flavour)

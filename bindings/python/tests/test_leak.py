@@ -3,7 +3,8 @@
 Each test warms up on a tenth of its loop (allocator pools, pyo3's free lists, the interpreter's
 caches), measures, runs the rest (the measured iterations, n), collects, and measures again.
 `run.sh test` runs the loops at a tenth of their full size (n = 90 000 for the calls loop, 9 000
-for the policies loop); `run.sh leak` (HOLDOFF_LEAK=full) at full size (900 000 and 90 000).
+for the policies loop, 45 000 for the helpers loop); `run.sh leak` (HOLDOFF_LEAK=full) at full
+size (900 000, 90 000 and 450 000).
 
 Three measures, each allowed to grow by a small fixed floor (allocator noise) plus a per-iteration
 allowance, so that the bound scales with n and a leak of one object an iteration fails at both
@@ -209,3 +210,38 @@ def test_whole_policies_leave_memory_flat() -> None:
     before = settled()
     churn(total - warmup)
     assert_flat(before, settled(), total - warmup, "policies")
+
+
+def test_helper_calls_leave_memory_flat() -> None:
+    """Calls through the retry helpers (an Execution, its plans and verdict, an Attempt, the
+    generator of the loop): every eighth fails once and retries; every sixteenth leaves its
+    loop mid-attempt (the execution is dropped holding the permit, which it records as
+    cancelled)."""
+    total, warmup = sizes(500_000)
+    clock = holdoff.ManualClock()
+    policy = holdoff.Policy(
+        holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock), holdoff.RetryQuota()
+    )
+    retrying = policy.retrying(sleep=clock.advance)
+    failing = [False]
+
+    def flaky(i: int) -> int:
+        if failing[0]:
+            failing[0] = False
+            raise ConnectionError("down")
+        return i
+
+    def churn(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            if i & 15 == 1:
+                for _ in retrying:
+                    break
+            else:
+                failing[0] = i & 7 == 0
+                assert retrying.call(flaky, i) == i
+
+    churn(0, warmup)
+    before = settled()
+    churn(warmup, total)
+    assert_flat(before, settled(), total - warmup, "helper calls")
+    assert policy.breaker.snapshot().probes_in_flight == 0

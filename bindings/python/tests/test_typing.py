@@ -46,3 +46,50 @@ def test_typed_usage() -> None:
     ).reason
     said: Optional[bool] = holdoff.Classifier().classify(409, {"x-should-retry": "true"}).should_retry
     assert (reason, said) == ("retry_after_above_cap", True)
+
+
+def test_typed_helpers() -> None:
+    clock = holdoff.ManualClock()
+    policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock))
+    waits: List[holdoff.WaitPlan] = []
+    outcomes: List[str] = []
+
+    def after(plan: holdoff.AttemptPlan, outcome: holdoff.Outcome) -> None:
+        outcomes.append(f"{plan.number}:{outcome.name}")
+
+    def classify(exc: BaseException) -> Optional[holdoff.Outcome]:
+        return holdoff.Outcome.ANSWER if isinstance(exc, KeyError) else holdoff.classify_exception(exc)
+
+    retrying = policy.retrying(
+        attempt_timeout=timedelta(seconds=2), total_timeout=None, sleep=clock.advance,
+        before_sleep=waits.append, after_attempt=after, classify_exception=classify,
+    )
+    failures = [ConnectionError("down")]
+
+    @retrying
+    def fetch(n: int) -> int:
+        if failures:
+            raise failures.pop()
+        return n
+
+    got: int = fetch(2)
+    for attempt in retrying:
+        with attempt:
+            attempt.set_result(attempt.number)
+    assert (got, attempt.result, outcomes, [w.delay for w in waits]) == (
+        2, 1, ["1:failure", "2:success", "1:success"], [0.5])
+    try:
+        holdoff.call(policy, lambda: 1 / 0)
+    except ZeroDivisionError:
+        pass
+    ex = holdoff.Execution(policy, total_timeout=holdoff.DEFAULT_TOTAL_TIMEOUT)
+    step = ex.next_step()
+    if isinstance(step, holdoff.AttemptPlan):
+        done = ex.complete("returned", holdoff.Outcome.SUCCESS)
+        assert isinstance(done, holdoff.Verdict) and done.kind == "return"
+    try:
+        raise holdoff.GiveUp("total_timeout", 60.0, 6, server_delay=None, capped=False)
+    except holdoff.UpstreamUnavailable as e:
+        reason: str = e.reason
+        later: Optional[float] = e.retry_after
+        assert (reason, later, e.attempts, e.capped) == ("total_timeout", 60.0, 6, False)

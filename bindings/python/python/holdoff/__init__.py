@@ -20,7 +20,9 @@ from __future__ import annotations
 from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
 
 from . import _holdoff
+from ._classify import classify_exception
 from ._errors import (
+    AttemptTimeoutError,
     BreakerOpen,
     ClockBackwards,
     ConfigTypeError,
@@ -34,8 +36,10 @@ from ._errors import (
     RetryLater,
     UpstreamUnavailable,
 )
-from ._helpers import Attempt, Retrying, call, call_async, classify_exception, retrying
+from ._retrying import Attempt, Retrying, call, call_async, retrying
 from ._holdoff import (
+    DEFAULT_TOTAL_TIMEOUT,
+    AttemptPlan,
     Backoff,
     Breaker,
     BreakerGroup,
@@ -44,6 +48,7 @@ from ._holdoff import (
     Classifier,
     ConsecutiveFailures,
     Decision,
+    Execution,
     FailureRate,
     FailuresInWindow,
     GroupSnapshot,
@@ -59,7 +64,9 @@ from ._holdoff import (
     StateChange,
     Stop,
     SystemClock,
+    Verdict,
     Wait,
+    WaitPlan,
     hint_from_headers,
     parse_retry_after,
 )
@@ -67,6 +74,7 @@ from ._holdoff import (
 __version__: str = _holdoff.__version__
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 #: A breaker's state.
 State = Literal["closed", "open", "half_open", "forced_open", "disabled"]
@@ -81,7 +89,7 @@ Reason = Literal[
 GiveUpReason = Literal[
     "budget_spent", "retry_after_exceeds_remaining", "retry_after_above_cap",
     "backoff_exceeds_remaining", "attempts_exhausted", "not_retryable", "quota_empty",
-    "breaker_open", "cancelled",
+    "breaker_open", "cancelled", "total_timeout",
 ]
 #: A trip policy.
 TripPolicy = Union[ConsecutiveFailures, FailuresInWindow, FailureRate]
@@ -96,28 +104,30 @@ class Policy(_holdoff.Policy):
     """One upstream's breaker, retry budget, optional quota and HTTP classifier.
 
     ``before_attempt(call)`` / ``after_attempt(call, permit, outcome)`` are the two core
-    operations; the conveniences below are built on them only:
+    operations for callers that drive each attempt; the helpers run the core's retry loop
+    (:class:`Execution`):
 
     * ``policy.call(fn, *args, **kwargs)`` and ``await policy.call_async(fn, ...)``
-    * ``@policy`` (sync or ``async def``) or ``@policy.retrying(sleep=..., ...)``
+    * ``@policy`` (sync or ``async def``) or ``@policy.retrying(attempt_timeout=..., ...)``
     * ``for attempt in policy.retrying(): with attempt: ...`` (and ``async for``)
     """
 
     def retrying(self, **options: Any) -> Retrying:
-        """A :class:`Retrying` for this policy (options: ``sleep``, ``async_sleep``,
+        """A :class:`Retrying` for this policy (options: ``attempt_timeout``,
+        ``total_timeout``, ``sleep``, ``async_sleep``, ``before_sleep``, ``after_attempt``,
         ``classify_exception``, ``classify_result``, ``http``)."""
         return Retrying(self, **options)
 
     def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Calls ``fn(*args, **kwargs)``, retrying as the policy decides (``time.sleep``)."""
+        """Calls ``fn(*args, **kwargs)`` with the default options (``time.sleep``)."""
         return Retrying(self).call(fn, *args, **kwargs)
 
     async def call_async(self, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
-        """Awaits ``fn(*args, **kwargs)``, retrying as the policy decides (``asyncio.sleep``)."""
+        """Awaits ``fn(*args, **kwargs)`` with the default options (``asyncio.sleep``)."""
         return await Retrying(self).call_async(fn, *args, **kwargs)
 
-    def __call__(self, fn: Callable[..., T]) -> Callable[..., T]:
-        """Decorator: ``@policy`` retries every call of ``fn`` as the policy decides."""
+    def __call__(self, fn: F) -> F:
+        """Decorator: ``@policy`` retries every call of ``fn`` with the default options."""
         return Retrying(self)(fn)
 
 
@@ -128,6 +138,8 @@ DEFAULT_BUDGET_BACKOFF = Backoff.budget_default()
 
 __all__ = [
     "Attempt",
+    "AttemptPlan",
+    "AttemptTimeoutError",
     "Backoff",
     "Breaker",
     "BreakerGroup",
@@ -141,8 +153,10 @@ __all__ = [
     "ConsecutiveFailures",
     "DEFAULT_BUDGET_BACKOFF",
     "DEFAULT_OPEN_INTERVAL",
+    "DEFAULT_TOTAL_TIMEOUT",
     "Decision",
     "Effect",
+    "Execution",
     "FailureRate",
     "FailuresInWindow",
     "GiveUp",
@@ -173,7 +187,9 @@ __all__ = [
     "SystemClock",
     "TripPolicy",
     "UpstreamUnavailable",
+    "Verdict",
     "Wait",
+    "WaitPlan",
     "call",
     "call_async",
     "classify_exception",

@@ -7,7 +7,7 @@ stable cross-language error name of ``conformance/README.md``.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 __all__ = [
     "HoldoffError",
@@ -21,6 +21,7 @@ __all__ = [
     "UpstreamUnavailable",
     "BreakerOpen",
     "GiveUp",
+    "AttemptTimeoutError",
     "RetryLater",
 ]
 
@@ -144,24 +145,63 @@ class QuotaEmpty(HoldoffError):
 
 
 class UpstreamUnavailable(HoldoffError):
-    """The upstream cannot be used now, whether it failed or its breaker refused the call.
+    """The upstream cannot be used now, whether the helpers gave up on it or its breaker refused
+    the call. Catch this one type to handle both (:class:`BreakerOpen`, :class:`GiveUp`).
 
-    ``retry_after`` is the time in seconds until a call could be admitted (or the server's own
-    Retry-After), ``None`` when unknown. Catch this one type to handle both.
+    * ``reason``: why (``"breaker_open"``, or a give-up reason such as ``"attempts_exhausted"``,
+      ``"total_timeout"``, ``"retry_after_exceeds_remaining"``).
+    * ``attempts``: attempts made (0 when the breaker refused the first).
+    * ``retry_after``: seconds until trying again could help (the breaker's next probe, or the
+      server's delay), ``None`` when unknown.
+    * ``server_delay``: the server's own delay (seconds) if the last answer carried one, and
+      ``capped``: whether it was above the budget's cap.
+    * ``result``: the last attempt's return value (a response) when it returned rather than
+      raised; its exception is ``__cause__``.
     """
 
     code = "upstream_unavailable"
 
-    def __init__(self, message: str, retry_after: Optional[float] = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        retry_after: Optional[float] = None,
+        *,
+        reason: str = "",
+        attempts: int = 0,
+        server_delay: Optional[float] = None,
+        capped: bool = False,
+        result: Any = None,
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.reason = reason
+        self.attempts = attempts
+        self.server_delay = server_delay
+        self.capped = capped
+        self.result = result
+
+    def _fields(self) -> Dict[str, Any]:
+        return {
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "server_delay": self.server_delay,
+            "capped": self.capped,
+            "result": self.result,
+        }
 
     def __reduce__(self) -> Any:
-        return (type(self), (self.args[0] if self.args else "", self.retry_after))
+        return (_rebuild, (type(self), (self.args[0] if self.args else "", self.retry_after),
+                           self._fields()))
+
+
+def _rebuild(cls: Any, args: Any, fields: Dict[str, Any]) -> Any:
+    return cls(*args, **fields)
 
 
 class BreakerOpen(UpstreamUnavailable):
-    """The breaker refused the call without touching the upstream.
+    """The breaker refused the call: its first attempt (nothing reached the upstream), or a
+    retry it would keep waiting for past the budget or the total timeout (the last attempt's
+    exception is ``__cause__``, or its value ``result``). ``reason`` is ``"breaker_open"``.
 
     ``retry_after``: seconds until the next probe may be admitted, ``None`` while forced open.
     ``state``: the breaker's state (``"open"``, ``"half_open"``, ``"forced_open"``).
@@ -171,30 +211,41 @@ class BreakerOpen(UpstreamUnavailable):
     code = "breaker_open"
 
     def __init__(
-        self, retry_after: Optional[float] = None, state: str = "open", episode: int = 0
+        self,
+        retry_after: Optional[float] = None,
+        state: str = "open",
+        episode: int = 0,
+        *,
+        attempts: int = 0,
+        result: Any = None,
     ) -> None:
         if retry_after is None:
             message = f"breaker {state}: refused until reset"
         else:
             message = f"breaker {state}: refused, next probe in {retry_after:.3f} s"
-        super().__init__(message, retry_after)
+        if attempts:
+            message += f" (after {attempts} attempt(s))"
+        super().__init__(message, retry_after, reason="breaker_open", attempts=attempts,
+                         result=result)
         self.state = state
         self.episode = episode
 
     def __reduce__(self) -> Any:
-        return (type(self), (self.retry_after, self.state, self.episode))
+        return (_rebuild, (type(self), (self.retry_after, self.state, self.episode),
+                           {"attempts": self.attempts, "result": self.result}))
 
 
 class GiveUp(UpstreamUnavailable):
     """The retry helpers stopped retrying.
 
-    ``reason`` is one of the budget's give-up reasons (``budget_spent``,
-    ``retry_after_exceeds_remaining``, ``retry_after_above_cap``, ``backoff_exceeds_remaining``,
-    ``attempts_exhausted``, ``quota_empty``, ``breaker_open``, ...). ``retry_after`` is the
-    server's Retry-After in seconds if the last answer carried one (with
-    ``retry_after_above_cap``: the delay it asked for, above the budget's cap). ``attempts`` counts the attempts made. ``result`` is the last
-    return value when the last attempt returned (a response classified as a failure) rather than
-    raised; the last exception is ``__cause__``.
+    ``reason`` is one of the give-up reasons (``attempts_exhausted``, ``budget_spent``,
+    ``backoff_exceeds_remaining``, ``retry_after_exceeds_remaining``, ``retry_after_above_cap``,
+    ``quota_empty``, ``total_timeout``). ``retry_after``: seconds until trying again could help
+    (the server's delay after a rate limit; after a total timeout, the open breaker's next probe
+    or the server's capped delay), else ``None``. ``server_delay`` and ``capped``: the last
+    answer's own delay and whether it was above the budget's cap. ``attempts`` counts the
+    attempts made. ``result`` is the last return value when the last attempt returned (a 500
+    response) rather than raised; the last exception is ``__cause__``.
     """
 
     code = "give_up"
@@ -205,21 +256,43 @@ class GiveUp(UpstreamUnavailable):
         retry_after: Optional[float] = None,
         attempts: int = 0,
         result: Any = None,
+        *,
+        server_delay: Optional[float] = None,
+        capped: bool = False,
     ) -> None:
-        super().__init__(f"gave up after {attempts} attempt(s): {reason}", retry_after)
-        self.reason = reason
-        self.attempts = attempts
-        self.result = result
+        super().__init__(f"gave up after {attempts} attempt(s): {reason}", retry_after,
+                         reason=reason, attempts=attempts, server_delay=server_delay,
+                         capped=capped, result=result)
 
     def __reduce__(self) -> Any:
-        return (type(self), (self.reason, self.retry_after, self.attempts, self.result))
+        return (_rebuild, (type(self), (self.reason, self.retry_after, self.attempts, self.result),
+                           {"server_delay": self.server_delay, "capped": self.capped}))
+
+
+class AttemptTimeoutError(HoldoffError, TimeoutError):
+    """An attempt of the retry helpers reached its time limit (``time_limit`` seconds, the
+    smaller of ``attempt_timeout`` and what was left of ``total_timeout``): attempt number
+    ``attempt`` is recorded as a timeout. The helpers make it the attempt's error (the
+    ``__cause__`` of a :class:`GiveUp`); what the cancelled attempt raised is its
+    ``__cause__``."""
+
+    code = "attempt_timeout"
+
+    def __init__(self, attempt: int, time_limit: float) -> None:
+        super().__init__(f"attempt {attempt} reached its time limit of {time_limit:.3f} s")
+        self.attempt = attempt
+        self.time_limit = time_limit
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.attempt, self.time_limit))
 
 
 class RetryLater(Exception):
     """Raise this from a protected function when the upstream asked to be left alone for
     ``delay`` seconds (an explicit "retry later" answer without an HTTP response). The helpers
     record it as ``Outcome.retry_later(delay)``: the breaker opens for that delay at once and the
-    budget waits it, never shorter."""
+    budget waits it, never shorter (a negative or NaN delay is a programming error:
+    ``InvalidInput`` propagates)."""
 
     def __init__(self, delay: float, message: str = "") -> None:
         super().__init__(message or f"upstream asked to retry in {delay} s")

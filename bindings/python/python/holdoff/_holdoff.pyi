@@ -7,13 +7,15 @@ from typing import Iterable, Literal, Mapping, Optional, Tuple, TypeVar, Union, 
 
 __version__: str
 __all__ = [
-    "Backoff", "Breaker", "BreakerGroup", "Call", "Classification", "Classifier",
-    "ConsecutiveFailures", "Decision", "FailureRate", "FailuresInWindow", "GroupSnapshot",
-    "ManualClock",
+    "AttemptPlan", "Backoff", "Breaker", "BreakerGroup", "Call", "Classification", "Classifier",
+    "ConsecutiveFailures", "DEFAULT_TOTAL_TIMEOUT", "Decision", "Execution", "FailureRate",
+    "FailuresInWindow", "GroupSnapshot", "ManualClock",
     "Outcome", "Permit", "Policy", "QuotaLease", "RetryAfter", "RetryBudget", "RetryQuota",
-    "RetryState", "Snapshot", "StateChange", "Stop", "SystemClock", "Wait",
-    "hint_from_headers", "parse_retry_after", "__version__",
+    "RetryState", "Snapshot", "StateChange", "Stop", "SystemClock", "Verdict", "Wait",
+    "WaitPlan", "hint_from_headers", "parse_retry_after", "__version__",
 ]
+
+DEFAULT_TOTAL_TIMEOUT: float
 
 _Seconds = Union[float, int, timedelta]
 _WallTime = Union[float, int, datetime, "ManualClock", "SystemClock", None]
@@ -36,7 +38,7 @@ _OutcomeArg = Union["Outcome", Literal["success", "answer", "failure", "timeout"
 _GiveUpReasonName = Literal[
     "budget_spent", "retry_after_exceeds_remaining", "retry_after_above_cap",
     "backoff_exceeds_remaining", "attempts_exhausted", "not_retryable", "quota_empty",
-    "breaker_open", "cancelled",
+    "breaker_open", "cancelled", "total_timeout",
 ]
 _UnusableName = Literal["missing", "malformed", "signed", "conflicting"]
 _HintSourceName = Literal[
@@ -421,3 +423,73 @@ class Policy:
 
 def parse_retry_after(value: _HeaderValue, now: _WallTime = None) -> RetryAfter: ...
 def hint_from_headers(headers: _Headers, now: _WallTime = None) -> RetryAfter: ...
+
+_WaitSourceName = Literal["retry_after", "backoff", "breaker"]
+_VerdictKind = Literal["return", "rethrow", "breaker_open", "give_up", "cancelled", "invalid_input"]
+_Attempted = Literal["returned", "raised", "cancelled", "bug"]
+_Step = Union["AttemptPlan", "WaitPlan", "Verdict"]
+
+@final
+class AttemptPlan:
+    @property
+    def number(self) -> int: ...
+    @property
+    def probe(self) -> bool: ...
+    @property
+    def time_limit(self) -> Optional[float]: ...
+
+@final
+class WaitPlan:
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def delay(self) -> float: ...
+    @property
+    def source(self) -> _WaitSourceName: ...
+    @property
+    def capped(self) -> bool: ...
+    @property
+    def server_delay(self) -> Optional[float]: ...
+
+@final
+class Verdict:
+    @property
+    def kind(self) -> _VerdictKind: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def reason(self) -> Optional[_GiveUpReasonName]: ...
+    @property
+    def retry_after(self) -> Optional[float]: ...
+    @property
+    def server_delay(self) -> Optional[float]: ...
+    @property
+    def capped(self) -> bool: ...
+    def __eq__(self, other: object, /) -> bool: ...
+
+@final
+class Execution:
+    def __new__(
+        cls,
+        policy: Policy,
+        *,
+        attempt_timeout: Optional[_Seconds] = None,
+        total_timeout: Optional[_Seconds] = 60.0,
+    ) -> Execution: ...
+    def fresh(self) -> Execution: ...
+    def next_step(self) -> _Step: ...
+    def complete(self, attempted: _Attempted, outcome: Optional[_OutcomeArg] = None) -> _Step: ...
+    def complete_response(self, status: int, headers: _Headers = None) -> _Step: ...
+    def cancel(self) -> Verdict: ...
+    @property
+    def attempts(self) -> int: ...
+    @property
+    def last_outcome(self) -> Optional[Outcome]: ...
+    @property
+    def verdict(self) -> Optional[Verdict]: ...
+    @property
+    def attempt_timeout(self) -> Optional[float]: ...
+    @property
+    def total_timeout(self) -> Optional[float]: ...
+    @property
+    def policy(self) -> Policy: ...

@@ -1,0 +1,441 @@
+"""The retry helpers: one loop for sync code (``Retrying.__iter__``) and one for ``async def``
+(``Retrying.__aiter__``), each stepping the core's :class:`Execution`. ``call``, ``call_async``,
+the decorators and ``policy.call`` are those loops around one function call.
+
+The core decides everything (admit, wait how long, give up, what the caller gets); a loop runs
+the attempt, tells the core what it came to (classifying an exception or a value), sleeps the
+core's delay, and turns the verdict into a return value or an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import inspect
+import time
+from datetime import timedelta
+from typing import (
+    Any,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterator,
+    Literal,
+    Mapping,
+    Optional,
+    Tuple,
+    TypeVar,
+    Union,
+    cast,
+)
+
+from ._classify import classify_exception
+from ._errors import AttemptTimeoutError, BreakerOpen, GiveUp, InvalidInput
+from ._holdoff import DEFAULT_TOTAL_TIMEOUT, AttemptPlan, Execution, Outcome, Verdict, WaitPlan
+from ._holdoff import Policy as _Policy
+from ._timer import AttemptTimer, uncancel
+
+__all__ = ["Attempt", "Retrying", "retrying", "call", "call_async"]
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+Seconds = Union[float, int, timedelta]
+OutcomeLike = Union[Outcome, Literal["success", "answer", "failure", "timeout", "cancelled"]]
+ExceptionClassifier = Callable[[BaseException], Optional[OutcomeLike]]
+ResultClassifier = Callable[[Any], OutcomeLike]
+BeforeSleep = Callable[[WaitPlan], Any]
+AfterAttempt = Callable[[AttemptPlan, Outcome], Any]
+Headers = Union[Mapping[str, str], Any]
+
+_SUCCESS = Outcome.SUCCESS
+_TIMEOUT = Outcome.TIMEOUT
+_CANCELLED = Outcome.CANCELLED
+_UNSET: Any = object()
+_NOT_ENTERED = "use each attempt as a context manager: `with attempt: ...`"
+
+
+class Attempt:
+    """One attempt of a retried block, used as a context manager inside
+    ``for attempt in retrying:`` (or ``async for``).
+
+    When the block exits normally the attempt is recorded from, in this order: the status and
+    headers given to :meth:`response`; the outcome given to :meth:`record`; the value given to
+    :meth:`set_result`, classified as the helper's options say (``http=True``: a response
+    object; ``classify_result``); else a success. An exception is classified
+    (``classify_exception``); a retryable one is suppressed and the loop goes on after the
+    core's delay; a final one propagates (see :class:`Retrying`). Inside ``async for`` the block
+    runs under the attempt's time limit.
+    """
+
+    # Defaults for what a block may set; an attempt sets only what it uses.
+    _task: "Optional[asyncio.Task[Any]]" = None
+    _timer: Optional[AttemptTimer] = None
+    _next: Any = None
+    _value: Any = _UNSET
+    _outcome: Optional[OutcomeLike] = None
+    _status: Optional[Tuple[int, Any]] = None
+    _error: Optional[BaseException] = None
+
+    def __init__(self, owner: "Retrying", ex: Execution, plan: AttemptPlan) -> None:
+        self._owner = owner
+        self._ex = ex
+        #: The core's plan of this attempt (``number``, ``probe``, ``time_limit``).
+        self.plan = plan
+
+    @property
+    def number(self) -> int:
+        """1 for the first attempt."""
+        return self.plan.number
+
+    @property
+    def probe(self) -> bool:
+        """Whether the attempt probes an open breaker."""
+        return self.plan.probe
+
+    @property
+    def time_limit(self) -> Optional[float]:
+        """Seconds the attempt may take (``None``: no limit)."""
+        return self.plan.time_limit
+
+    @property
+    def result(self) -> Any:
+        """The value given to :meth:`set_result` (``None`` if none)."""
+        return None if self._value is _UNSET else self._value
+
+    def set_result(self, value: Any) -> None:
+        """The block's value: classified when the block exits normally, returned by ``call``,
+        attached to a :class:`GiveUp` as ``result``."""
+        self._value = value
+
+    def record(self, outcome: OutcomeLike) -> None:
+        """The outcome recorded when the block exits normally (default: success)."""
+        self._outcome = outcome
+
+    def response(self, status: int, headers: Headers = None) -> None:
+        """Records an HTTP response by status and headers instead: the policy's classifier reads
+        them (Retry-After honoured)."""
+        self._status = (status, headers)
+
+    def __enter__(self) -> "Attempt":
+        if self._task is not None:
+            limit = self.plan.time_limit
+            if limit is not None:
+                self._timer = AttemptTimer(self._task, limit, self._owner.async_sleep)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+        fired = False
+        if self._timer is not None:
+            fired = self._timer.disarm()
+            self._timer = None
+        step = self._next = self._report(exc, fired)
+        if type(step) is not Verdict:
+            # A wait, then the next attempt: an exception is suppressed. A cancellation the
+            # core recorded as a timeout (it came at the attempt's limit) is taken back.
+            if self._task is not None and isinstance(exc, asyncio.CancelledError) and not fired:
+                uncancel(self._task)
+            return True
+        kind = step.kind
+        if kind == "return" or (exc is not None and kind in ("rethrow", "cancelled")):
+            return False
+        raise self._owner._verdict_error(step, self)
+
+    def _report(self, exc: Optional[BaseException], fired: bool) -> Any:
+        """Tells the core what this attempt came to; returns its next step. Anything raised on
+        the way (a classifier, a response without ``status_code``, an outcome the core refuses)
+        is a programming error: the attempt is recorded as one (moving nothing), and it
+        propagates."""
+        owner = self._owner
+        ex = self._ex
+        try:
+            if fired:
+                step = self._timed_out(None)
+            elif exc is None:
+                # A sync attempt that ran past its limit (it cannot be interrupted) is what it
+                # returned: the value is there, and sending the request again would not undo it.
+                if self._status is not None:
+                    step = ex.complete_response(*self._status)
+                elif self._outcome is not None:
+                    step = ex.complete("returned", self._outcome)
+                elif self._value is _UNSET:
+                    step = ex.complete("returned", _SUCCESS)
+                elif owner.http:
+                    step = ex.complete_response(self._value.status_code, self._value.headers)
+                elif owner.classify_result is not None:
+                    step = ex.complete("returned", owner.classify_result(self._value))
+                else:
+                    step = ex.complete("returned", _SUCCESS)
+            else:
+                self._error = exc
+                outcome = owner.classify_exception(exc)
+                if outcome is None:
+                    step = ex.complete("bug")
+                elif outcome is _CANCELLED or outcome == "cancelled":
+                    # The core records a cancellation at or after the limit as a timeout.
+                    step = ex.complete("cancelled")
+                else:
+                    step = ex.complete("raised", outcome)
+        except BaseException:
+            if ex.verdict is None:
+                with contextlib.suppress(InvalidInput):  # already recorded
+                    ex.complete("bug")
+            if owner.after_attempt is not None:
+                owner.after_attempt(self.plan, cast(Outcome, ex.last_outcome))
+            raise
+        if owner.after_attempt is not None:
+            owner.after_attempt(self.plan, cast(Outcome, ex.last_outcome))
+        return step
+
+    def _timed_out(self, cause: Optional[BaseException]) -> Any:
+        error = AttemptTimeoutError(self.plan.number, cast(float, self.plan.time_limit))
+        error.__cause__ = cause
+        self._error = error
+        return self._ex.complete("raised", _TIMEOUT)
+
+
+class Retrying:
+    """Retries with a :class:`Policy`: the breaker admits, the budget decides, the quota pays,
+    all in the core's retry loop (:class:`Execution`).
+
+    Options (keyword-only):
+
+    * ``attempt_timeout``: seconds (float or ``timedelta``) one attempt may take; ``None``
+      (default): only the total timeout bounds it.
+    * ``total_timeout``: seconds the whole call may take, waits included (default
+      :data:`DEFAULT_TOTAL_TIMEOUT`, 60 s); ``None``: only the budget bounds it. A retry whose
+      wait would not end in time gives up now (``reason`` ``"total_timeout"``).
+    * ``sleep`` (default ``time.sleep``) and ``async_sleep`` (default ``asyncio.sleep``): called
+      with each wait in seconds (never negative); ``async_sleep(limit)`` also times async
+      attempts (inject fakes that move a :class:`ManualClock` in tests).
+    * ``before_sleep(wait)``: called with each :class:`WaitPlan` (``attempts``, ``delay``,
+      ``source``, ``capped``, ``server_delay``) before sleeping.
+    * ``after_attempt(plan, outcome)``: called after each attempt with its
+      :class:`AttemptPlan` and the :class:`Outcome` it was recorded as.
+    * ``classify_exception(exc)``: an exception's outcome, or ``None`` for a programming error
+      (default :func:`holdoff.classify_exception`).
+    * ``classify_result(value)``: a returned value's outcome (default: success).
+    * ``http=True``: returned values are HTTP responses (``status_code`` and ``headers``, as
+      ``requests`` and ``httpx`` responses have), classified by the policy's classifier.
+
+    What the caller gets: the value (a success, or a final answer returned, such as a 404
+    response); the attempt's own exception, unchanged (a final answer raised, an exception
+    classified as a success, a programming error: unretried, it moves nothing; the caller's
+    cancellation); :class:`BreakerOpen` when the breaker refuses (a first attempt, or a retry it
+    keeps waiting past the budget); :class:`GiveUp` for any other give-up (past the total
+    timeout its ``retry_after`` is the breaker's next probe). Both are :class:`UpstreamUnavailable`, with the last exception as ``__cause__``
+    or the last value as ``result``. A response whose status is not a status (above 999)
+    raises :class:`InvalidInput` naming ``status``.
+
+    Async attempts are cut at their time limit (:class:`AttemptTimeoutError`, recorded as a
+    timeout). Sync attempts cannot be interrupted: one that runs past its limit counts as what it
+    returned or raised (a cancellation at or after the limit is a timeout), and the total timeout
+    still bounds the waits.
+
+    Use it as a decorator (sync or ``async def``), call :meth:`call` / :meth:`call_async`, or
+    iterate: ``for attempt in retrying: with attempt: ...``. Hooks and classifiers that raise
+    end the call with their exception (a probe is never held).
+    """
+
+    def __init__(
+        self,
+        policy: _Policy,
+        *,
+        attempt_timeout: Optional[Seconds] = None,
+        total_timeout: Optional[Seconds] = DEFAULT_TOTAL_TIMEOUT,
+        sleep: Callable[[float], Any] = time.sleep,
+        async_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        before_sleep: Optional[BeforeSleep] = None,
+        after_attempt: Optional[AfterAttempt] = None,
+        classify_exception: ExceptionClassifier = classify_exception,
+        classify_result: Optional[ResultClassifier] = None,
+        http: bool = False,
+    ) -> None:
+        if not isinstance(policy, _Policy):
+            raise TypeError(f"policy must be a holdoff.Policy, not {type(policy).__name__}")
+        required: Tuple[Tuple[str, object], ...] = (
+            ("sleep", sleep), ("async_sleep", async_sleep),
+            ("classify_exception", classify_exception),
+        )
+        for name, fn in required:
+            if not callable(fn):
+                raise TypeError(f"{name} must be callable, not {type(fn).__name__}")
+        optional: Tuple[Tuple[str, object], ...] = (
+            ("classify_result", classify_result), ("before_sleep", before_sleep),
+            ("after_attempt", after_attempt),
+        )
+        for name, fn in optional:
+            if fn is not None and not callable(fn):
+                raise TypeError(f"{name} must be callable or None, not {type(fn).__name__}")
+        if not isinstance(http, bool):
+            raise TypeError(f"http must be a bool, not {type(http).__name__}")
+        if classify_result is not None and http:
+            raise TypeError("give either classify_result or http=True, not both")
+        # Checked now (InvalidConfig naming execute.attempt_timeout / execute.total_timeout);
+        # each call is a fresh copy of this one.
+        self._template = Execution(
+            policy, attempt_timeout=attempt_timeout, total_timeout=total_timeout
+        )
+        self.attempt_timeout = self._template.attempt_timeout
+        self.total_timeout = self._template.total_timeout
+        self.sleep = sleep
+        self.async_sleep = async_sleep
+        self.before_sleep = before_sleep
+        self.after_attempt = after_attempt
+        self.classify_exception = classify_exception
+        self.classify_result = classify_result
+        self.http = http
+
+    @property
+    def policy(self) -> _Policy:
+        """The policy every call goes through."""
+        return self._template.policy
+
+    # -- the loops -------------------------------------------------------------------------------
+
+    def __iter__(self) -> Iterator[Attempt]:
+        """The sync retry loop: yields each admitted attempt; sleeps with ``sleep``."""
+        ex = self._template.fresh()
+        step = ex.next_step()
+        attempt: Optional[Attempt] = None
+        while True:
+            if type(step) is AttemptPlan:
+                attempt = Attempt(self, ex, step)
+                try:
+                    yield attempt
+                except BaseException:  # the loop was left, or thrown into, mid-attempt
+                    ex.cancel()
+                    raise
+                step = attempt._next
+                if step is None:  # the block never went through `with attempt:`
+                    raise self._not_entered(ex)
+                if type(step) is Verdict:  # the attempt's exit surfaced it
+                    return
+            elif type(step) is WaitPlan:
+                if self.before_sleep is not None:
+                    self.before_sleep(step)
+                try:
+                    self.sleep(step.delay)
+                except BaseException:  # the caller's cancellation (KeyboardInterrupt)
+                    ex.cancel()
+                    raise
+                step = ex.next_step()
+            else:  # refused before an attempt, or past the budget or the total timeout
+                raise self._verdict_error(step, attempt)
+
+    async def __aiter__(self) -> AsyncIterator[Attempt]:
+        """The async retry loop: yields each admitted attempt, timed by its limit inside
+        ``with attempt:``; sleeps with ``async_sleep``."""
+        ex = self._template.fresh()
+        step = ex.next_step()
+        attempt: Optional[Attempt] = None
+        while True:
+            if type(step) is AttemptPlan:
+                attempt = Attempt(self, ex, step)
+                attempt._task = asyncio.current_task()
+                try:
+                    yield attempt
+                except BaseException:  # the loop was left, or thrown into, mid-attempt
+                    ex.cancel()
+                    raise
+                step = attempt._next
+                if step is None:  # the block never went through `with attempt:`
+                    raise self._not_entered(ex)
+                if type(step) is Verdict:  # the attempt's exit surfaced it
+                    return
+            elif type(step) is WaitPlan:
+                if self.before_sleep is not None:
+                    self.before_sleep(step)
+                try:
+                    await self.async_sleep(step.delay)
+                except BaseException:  # the caller's cancellation
+                    ex.cancel()
+                    raise
+                step = ex.next_step()
+            else:  # refused before an attempt, or past the budget or the total timeout
+                raise self._verdict_error(step, attempt)
+
+    # -- what the loops share: a misused attempt, a verdict's exception --------------------------
+
+    @staticmethod
+    def _not_entered(ex: Execution) -> RuntimeError:
+        ex.complete("bug")
+        return RuntimeError(_NOT_ENTERED)
+
+    def _verdict_error(self, v: Verdict, a: Optional[Attempt]) -> BaseException:
+        """The exception of a verdict that is neither a return nor the attempt's own exception:
+        ``BreakerOpen`` or ``GiveUp`` (the last attempt's exception as ``__cause__``, its value
+        as ``result``), or a cancellation no exception carried (a value classified
+        ``cancelled``)."""
+        cause = a._error if a is not None else None
+        result = a.result if a is not None else None
+        error: BaseException
+        if v.kind == "give_up":
+            error = GiveUp(cast(str, v.reason), v.retry_after, v.attempts, result,
+                           server_delay=v.server_delay, capped=v.capped)
+        elif v.kind == "breaker_open":
+            s = self.policy.breaker.snapshot()
+            error = BreakerOpen(v.retry_after, s.state, s.episode, attempts=v.attempts,
+                                result=result)
+        else:
+            error = asyncio.CancelledError()
+        error.__cause__ = cause
+        return error
+
+    # -- the helpers on the loops ----------------------------------------------------------------
+
+    def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Calls ``fn(*args, **kwargs)``, retrying as the policy decides; returns its value."""
+        for attempt in self:
+            with attempt:
+                attempt._value = fn(*args, **kwargs)
+        value: T = attempt._value
+        return value
+
+    async def call_async(self, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
+        """Awaits ``fn(*args, **kwargs)``, retrying as the policy decides; each attempt is cut
+        at its time limit; returns its value."""
+        async for attempt in self:
+            with attempt:
+                attempt._value = await fn(*args, **kwargs)
+        value: T = attempt._value
+        return value
+
+    def __call__(self, fn: F) -> F:
+        """Decorates a function or an ``async def``: every call goes through :meth:`call` or
+        :meth:`call_async`."""
+        if inspect.iscoroutinefunction(fn):
+            call_async = self.call_async
+
+            @functools.wraps(fn)
+            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                return await call_async(fn, *args, **kwargs)
+
+            return cast(F, async_wrapper)
+
+        call = self.call
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return call(fn, *args, **kwargs)
+
+        return cast(F, wrapper)
+
+
+def retrying(policy: _Policy, **options: Any) -> Retrying:
+    """``Retrying(policy, **options)``: a decorator, ``call`` helpers and an attempt iterator
+    in one object."""
+    return Retrying(policy, **options)
+
+
+def call(policy: _Policy, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    """Calls ``fn(*args, **kwargs)`` with the policy's retries and the default options."""
+    return Retrying(policy).call(fn, *args, **kwargs)
+
+
+async def call_async(
+    policy: _Policy, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any
+) -> T:
+    """Awaits ``fn(*args, **kwargs)`` with the policy's retries and the default options."""
+    return await Retrying(policy).call_async(fn, *args, **kwargs)
