@@ -815,7 +815,7 @@ impl Engine<'_> {
                 (d, Outcome::Timeout)
             } else {
                 let (d, c) = p
-                    .after_response(&mut cs.call, permit, answer.status, headers)
+                    .after_response(&mut cs.call, permit, i64::from(answer.status), headers)
                     .map_err(internal)?;
                 (d, c.outcome)
             };

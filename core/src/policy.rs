@@ -166,15 +166,16 @@ impl Policy {
     }
 
     /// [`Policy::after_attempt`] for an HTTP response: classifies (status, headers) with the
-    /// policy's classifier at the decision's one clock reading, then decides. A status outside
-    /// 100..=599 is a broken upstream (a failure); one above 999 is not a status at all, an
-    /// [`crate::InputError`], and the permit is then recorded as cancelled (a probe frees its
-    /// slot at once).
+    /// policy's classifier at the decision's one clock reading, then decides. `status` is the
+    /// caller's integer as given: a status outside 100..=599 is a broken upstream (a failure); a
+    /// value outside 0..=999 is not a status at all, an [`crate::InputError`] naming `status`,
+    /// and the permit is then recorded as cancelled (a probe frees its slot at once; its window
+    /// stays spent).
     pub fn after_response<'a, I>(
         &self,
         call: &mut Call,
         permit: Permit,
-        status: u16,
+        status: i64,
         headers: I,
     ) -> Result<(Decision, Classification), crate::HoldoffError>
     where
@@ -184,10 +185,13 @@ impl Policy {
         // A value that is not a status is the caller's error, not an answer: the permit is
         // recorded as cancelled, so a probe frees its slot at once instead of holding it until it
         // times out.
-        if let Err(e) = crate::http::check_status(i64::from(status)) {
-            self.breaker.record_at(permit, Outcome::Cancelled, &now)?;
-            return Err(e.into());
-        }
+        let status = match crate::http::check_status(status) {
+            Ok(s) => s,
+            Err(e) => {
+                self.breaker.record_at(permit, Outcome::Cancelled, &now)?;
+                return Err(e.into());
+            }
+        };
         let wall: SystemTime = now.wall();
         let c = self.classifier.classify(status, headers, wall)?;
         let d = self.after_within(call, permit, c.outcome, &now, None)?;

@@ -650,23 +650,14 @@ impl Ctx {
                 };
                 let result = if let Some(status) = step.get("status").and_then(Value::as_i64) {
                     let headers = headers(step)?;
-                    // A value that is not a status never reaches the policy in a typed language;
-                    // the permit is then given back as cancelled, as the policy does itself.
-                    match u16::try_from(status) {
-                        Ok(s) => policy
-                            .after_response(
-                                call,
-                                permit,
-                                s,
-                                headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
-                            )
-                            .map(|(d, c)| (d, Some(c.outcome))),
-                        Err(_) => {
-                            let e = holdoff::check_status(status).expect_err("not a u16");
-                            let _ = policy.breaker().record(permit, Outcome::Cancelled);
-                            Err(HoldoffError::from(e))
-                        }
-                    }
+                    policy
+                        .after_response(
+                            call,
+                            permit,
+                            status,
+                            headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
+                        )
+                        .map(|(d, c)| (d, Some(c.outcome)))
                 } else {
                     let o = outcome(step.get("outcome").ok_or("after needs outcome or status")?)?;
                     policy

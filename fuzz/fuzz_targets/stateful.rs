@@ -557,7 +557,7 @@ impl World {
                     let r = self.policy.after_response(
                         &mut self.calls[c],
                         h.permit,
-                        status,
+                        i64::from(status),
                         headers.iter().map(|(n, v)| (n.as_str(), v.as_str())),
                     );
                     match r {

@@ -19,7 +19,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use hcore::{check_status, Before, Call, Outcome, Policy};
+use hcore::{Before, Call, Policy};
 
 use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit};
 use crate::budget::{decision_to_c, holdoff_budget, holdoff_decision};
@@ -292,16 +292,6 @@ pub unsafe extern "C" fn holdoff_policy_after_response(
         let hs = unsafe { crate::http::headers(headers, n_headers)? };
         // SAFETY: non-NULL; valid and writable by contract.
         let taken = unsafe { take_permit(permit, p.breaker())? };
-        let status = match check_status(status) {
-            Ok(s) => s,
-            Err(e) => {
-                // The core's policy takes a `u16` and records the permit as cancelled for one
-                // that is not a status; a value too wide for a `u16` never reaches it, so the
-                // permit is given back the same way here.
-                p.breaker().record(taken, Outcome::Cancelled)?;
-                return Err(e.into());
-            }
-        };
         let (d, cls) = p.after_response(
             &mut c.lock().unwrap_or_else(|e| e.into_inner()),
             taken,

@@ -216,13 +216,7 @@ pub fn exec_complete_response(
     status: f64,
     headers: Vec<String>,
 ) -> Result<f64> {
-    // The core takes any integer and refuses what is not a status; a number that is not whole is
-    // no status either, and i64::MIN is one the core refuses the same way.
-    let status = if status.is_finite() && status.fract() == 0.0 {
-        status as i64
-    } else {
-        i64::MIN
-    };
+    let status = crate::status_int(status);
     let step = h
         .exec
         .complete_response(status, headers_of(&headers))

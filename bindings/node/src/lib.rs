@@ -786,6 +786,17 @@ pub fn classifier_new(env: &Env, options: Unknown<'_>) -> Result<External<Classi
 /// the core, which takes 0..=999 (a status outside 100..=599 is a broken upstream, a failure) and
 /// refuses the rest with `invalid_input` naming `status`. A number that is not whole is refused
 /// so too; a value that is not a number is a `TypeError`.
+/// A JS number as the core's status integer: the core takes any integer and refuses what is
+/// not a status; a number that is not whole is no status either, and `i64::MIN` is one the core
+/// refuses the same way (a whole number beyond `i64` saturates, refused too).
+pub(crate) fn status_int(f: f64) -> i64 {
+    if f.is_finite() && f.fract() == 0.0 {
+        f as i64
+    } else {
+        i64::MIN
+    }
+}
+
 fn status_arg(env: &Env, v: &Unknown<'_>) -> Result<std::result::Result<u16, InputError>> {
     if v.get_type()? != ValueType::Number {
         return Err(err::input_type(
@@ -972,24 +983,23 @@ pub fn policy_after_response<'e>(
     status: Unknown<'_>,
     headers: Vec<String>,
 ) -> Result<Option<Object<'e>>> {
-    let status = status_arg(env, &status)?;
+    if status.get_type()? != ValueType::Number {
+        return Err(err::input_type(
+            env,
+            "status",
+            "an HTTP status number",
+            &opts::describe(env, &status),
+        ));
+    }
+    let status = status_int(unsafe { status.cast::<f64>()? });
     let permit = Permit::from_raw(RawPermit {
         breaker,
         episode,
         probe,
     });
-    let s = match status {
-        Ok(s) => s,
-        Err(e) => {
-            return match record_not_a_status(&h.policy, permit) {
-                Err(PermitError::Foreign) => Ok(None),
-                _ => Err(err::input(env, &e)),
-            }
-        }
-    };
     match h
         .policy
-        .after_response(&mut lock(&call.call), permit, s, headers_of(&headers))
+        .after_response(&mut lock(&call.call), permit, status, headers_of(&headers))
     {
         Ok((d, c)) => {
             let mut o = decision_object(env, &d)?;
@@ -999,12 +1009,4 @@ pub fn policy_after_response<'e>(
         Err(holdoff::HoldoffError::Permit(PermitError::Foreign)) => Ok(None),
         Err(e) => Err(err::holdoff(env, &e)),
     }
-}
-
-/// A value that is not a status, reported to the policy: `Policy::after_response` takes a `u16`,
-/// so a negative or huge value never reaches it. As the policy does for a `u16` that is not a
-/// status, the permit is recorded as cancelled (a probe frees its slot at once, its window stays
-/// spent); the caller then throws the status error.
-fn record_not_a_status(policy: &Policy, permit: Permit) -> std::result::Result<Effect, PermitError> {
-    policy.breaker().record(permit, Outcome::Cancelled)
 }

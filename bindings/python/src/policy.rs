@@ -265,16 +265,6 @@ impl Policy {
         let h = http::headers(headers)?;
         let (d, c) = call.get().with_state(|cs| {
             let permit = take_permit(py, permit, self.inner.breaker())?;
-            // The core's policy takes a u16; the caller's int goes through the core's own check
-            // first, and a value that is not a status is handled as the core's policy handles
-            // one above 999: the permit is recorded as cancelled.
-            let status = match hc::check_status(status) {
-                Ok(s) => s,
-                Err(e) => {
-                    let _ = self.inner.breaker().record(permit, hc::Outcome::Cancelled);
-                    return Err(convert::input_error(py, e));
-                }
-            };
             self.inner
                 .after_response(
                     cs,

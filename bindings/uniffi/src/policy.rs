@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::http::{pairs, status};
+use crate::http::pairs;
 use crate::{
     lock, Breaker, Classification, Classifier, Decision, Duration, GiveUpReason, Header, HoldoffError,
     Outcome, Permit, RetryBudget, RetryQuota,
@@ -152,19 +152,9 @@ impl Policy {
         headers: Vec<Header>,
     ) -> Result<ResponseDecision, HoldoffError> {
         let p = permit.slot.take(self.inner.breaker())?;
-        let status = match self::status(status) {
-            Ok(s) => s,
-            Err(e) => {
-                // Not a status: the caller's error, not an answer. The core's policy records
-                // the permit as cancelled for such values its `u16` parameter can carry; an
-                // `Int` carries more, so the binding checks first and does the same.
-                self.inner.breaker().record(p, holdoff::Outcome::Cancelled)?;
-                return Err(e);
-            }
-        };
-        let (d, c) = self
-            .inner
-            .after_response(&mut lock(&call.inner), p, status, pairs(&headers))?;
+        let (d, c) =
+            self.inner
+                .after_response(&mut lock(&call.inner), p, i64::from(status), pairs(&headers))?;
         Ok(ResponseDecision {
             decision: d.into(),
             classification: c.into(),
