@@ -454,6 +454,7 @@ impl World {
                 GiveUpReason::NotRetryable => assert_eq!(outcome, Outcome::Answer),
                 GiveUpReason::Cancelled => assert_eq!(outcome, Outcome::Cancelled),
                 GiveUpReason::BreakerOpen => assert!(via_policy),
+                GiveUpReason::TotalTimeout => panic!("a total timeout outside an execution"),
                 GiveUpReason::BudgetSpent | GiveUpReason::BackoffExceedsRemaining => {}
             },
         }
