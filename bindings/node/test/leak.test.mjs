@@ -1,4 +1,4 @@
-// Leak loops (issue 8, point 4): objects made and dropped in a loop, memory flat. Each loop runs
+// Leak loops: objects made and dropped in a loop, memory flat. Each loop runs
 // in a child process with --expose-gc (test/leak-child.mjs), which measures after a warm-up and
 // at the end, after full collections. `run.sh test` runs the loops at a tenth of their full size
 // (n = 90 000 measured iterations of the calls and groups loops, 18 000 of the executions loop,

@@ -1,4 +1,4 @@
-// Stress (issue 8, point 2): many callers share ONE breaker, ONE retry quota and ONE policy
+// Stress: many callers share ONE breaker, ONE retry quota and ONE policy
 // against a scripted flaky upstream, time moving only through a ManualClock, and the books must
 // balance exactly at the end: admitted = recorded + cancelled, refusals + admissions = attempts,
 // tokens = capacity - spent + refunded, the breaker's own metrics and events agreeing with what

@@ -1,4 +1,4 @@
-"""Leak loops: objects made and dropped in a loop, memory flat (issue 8, point 4).
+"""Leak loops: objects made and dropped in a loop, memory flat.
 
 Each test warms up on a tenth of its loop (allocator pools, pyo3's free lists, the interpreter's
 caches), measures, runs the rest (the measured iterations, n), collects, and measures again.

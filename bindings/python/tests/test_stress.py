@@ -1,5 +1,5 @@
 """Stress: several threads share ONE breaker, ONE retry quota and ONE policy against a scripted
-flaky upstream, and the books must balance exactly at the end (issue 8, point 2).
+flaky upstream, and the books must balance exactly at the end.
 
 Time moves only through the ManualClock: the workers run in rounds separated by a barrier whose
 action (run by one thread while the others wait) advances the clock. What each thread does is a
