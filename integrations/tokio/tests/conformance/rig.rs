@@ -81,6 +81,27 @@ pub async fn serve(script: Script) -> std::io::Result<String> {
     Ok(format!("http://{addr}/"))
 }
 
+/// The `[reqwest]` flavour's server and client, one per case.
+pub struct Rig {
+    pub script: Script,
+    pub url: String,
+    pub client: reqwest::Client,
+}
+
+impl Rig {
+    /// Starts the server (on the current runtime) and builds the client.
+    pub async fn start() -> Result<Rig, String> {
+        let script: Script = Arc::default();
+        let url = serve(Arc::clone(&script)).await.map_err(|e| e.to_string())?;
+        // A fresh connection per attempt: an attempt's transport error stays its own.
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Rig { script, url, client })
+    }
+}
+
 /// Whether the server can answer this status (hyper's statuses are 100..=999).
 pub fn can_send(status: i64) -> bool {
     (100..=999).contains(&status)

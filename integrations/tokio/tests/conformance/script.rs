@@ -6,10 +6,9 @@ use std::fmt;
 use std::time::Duration;
 
 use holdoff::Outcome;
+use holdoff_conformance::{headers, outcome, R};
 use holdoff_tokio::HttpResponse;
 use serde_json::Value;
-
-use crate::steps::{outcome, R};
 
 /// What one attempt does.
 #[derive(Debug, Clone)]
@@ -38,20 +37,6 @@ pub enum Act {
 pub struct Item {
     pub takes: Duration,
     pub act: Act,
-}
-
-pub fn headers(v: &Value) -> R<Vec<(String, String)>> {
-    let Some(list) = v.get("headers") else {
-        return Ok(Vec::new());
-    };
-    list.as_array()
-        .ok_or("headers must be an array")?
-        .iter()
-        .map(|pair| match pair.as_array().map(Vec::as_slice) {
-            Some([Value::String(n), Value::String(v)]) => Ok((n.clone(), v.clone())),
-            _ => Err(format!("bad header {pair}")),
-        })
-        .collect()
 }
 
 const ITEM_KEYS: &[&str] = &[
