@@ -26,10 +26,11 @@
 //!   stale successes prove nothing about now. While closed, only answers to permits admitted
 //!   since the last trip or reset count.
 //! * **The ramp's pace**: the grown backoff (or a provider's delay) decides when the first probe
-//!   after a failure may go; once a probe is answered, the next probe may go the open interval's
-//!   first step after that probe's admission, so the ramp runs at the first step (a long outage
-//!   must not cost minutes of refusals after the upstream is back). A failed ramp probe re-opens
-//!   with the next step of the backoff, which grows only while probes fail.
+//!   after a failure may go; once a probe is answered, the next probe may go one ramp step after
+//!   that probe's admission: the open interval's first step, or the interval in force if that is
+//!   shorter (a long outage must not cost minutes of refusals after the upstream is back, and a
+//!   short Retry-After keeps its own pace). A failed ramp probe re-opens with the next step of
+//!   the backoff, which grows only while probes fail.
 //! * **Lost probes**: a probe unanswered after `probe_timeout` (by default the interval in
 //!   force when it was admitted) is lost at that deadline, whoever observes it: its slot is free,
 //!   and its later answer or cancellation is stale and moves nothing.
@@ -988,10 +989,15 @@ impl Breaker {
                             self.close(inner, w, t, Reason::Recovered);
                         } else {
                             // The upstream answers: the ramp runs at the first step of the open
-                            // interval, not at the backoff grown during the outage or at a
-                            // provider's delay (those only said when the first probe may go).
-                            let ramp = self.config.open_interval.interval(0, &mut inner.rng);
-                            inner.interval = ramp;
+                            // interval, not at the backoff grown during the outage or at a long
+                            // provider's delay (those only said when the first probe may go);
+                            // never slower than the interval in force, so a short Retry-After
+                            // keeps its own pace. Chosen once per ramp (one jitter draw).
+                            if inner.recoveries == 1 {
+                                let first = self.config.open_interval.interval(0, &mut inner.rng);
+                                inner.interval = first.min(inner.interval);
+                            }
+                            let ramp = inner.interval;
                             if let Some(armed) = inner.armed_at {
                                 let due = armed.saturating_add(ramp);
                                 if due < inner.eligible_at {
