@@ -20,7 +20,9 @@
 //!   ([`Attempted`], or an HTTP status and headers), record it on the breaker, ask the budget and
 //!   the quota, and return [`Step::Wait`] (then `next_step` again) or [`Step::Finish`].
 //! * [`Execution::cancel`] ends the call when the caller cancels outside an attempt (during a
-//!   wait); a cancellation during an attempt is reported through `complete`.
+//!   wait); a cancellation during an attempt is reported through `complete`. Either way the call
+//!   ends: the caller's own cancellation is never retried, and a retry already paid for gives
+//!   its tokens back.
 //!
 //! Each call reads the injected clock at most once. With no total timeout, a call whose first
 //! attempt succeeds while the breaker is closed reads no clock at all.
@@ -44,7 +46,8 @@
 //! [`Step::Attempt`] carries the attempt's own limit, the smaller of the two that remain; the
 //! helper enforces it with its language's timer and reports an expiry as a timeout
 //! ([`Attempted::Raised`]`(`[`Outcome::Timeout`]`)`): **a deadline that expires is a timeout,
-//! never a cancellation**. A cancellation reported at or after the attempt's limit is one too.
+//! never a cancellation**. The caller's own cancellation ends the call; if it comes at or after
+//! the attempt's limit, the breaker records that attempt as the timeout it was.
 //! A retry whose wait would not end before the total timeout gives up now
 //! ([`GiveUpReason::TotalTimeout`]), as the budget's own rules do: the wait is never shortened.
 
@@ -345,11 +348,15 @@ impl<P: Deref<Target = Policy>> Execution<P> {
         }
         let remaining = self.run.remaining(&now);
         if remaining.is_some_and(|r| r.is_zero()) {
+            // A sleeper that overslept into the limit: the retry is forgone, and trying again
+            // could help once the breaker admits a probe.
+            policy.forgo_retry(&mut self.run.call);
             let attempts = self.run.call.attempts();
+            let breaker = policy.breaker().wait_at(&now).filter(|w| !w.is_zero());
             return Ok(self.run.finish(Verdict::GiveUp(GaveUp {
                 reason: GiveUpReason::TotalTimeout,
                 attempts,
-                retry_after: None,
+                retry_after: breaker,
                 server_delay: None,
                 capped: false,
             })));
@@ -389,6 +396,8 @@ impl<P: Deref<Target = Policy>> Execution<P> {
                 Step::Wait(w)
             }
             Before::GiveUp { retry_after, .. } => {
+                // A retry the breaker will not admit in time: its tokens go back.
+                policy.forgo_retry(&mut self.run.call);
                 let attempts = self.run.call.attempts();
                 self.run.finish(Verdict::BreakerOpen {
                     attempts,
@@ -416,15 +425,23 @@ impl<P: Deref<Target = Policy>> Execution<P> {
                     reason: None,
                 }));
             }
+            Attempted::Cancelled
+            | Attempted::Returned(Outcome::Cancelled)
+            | Attempted::Raised(Outcome::Cancelled) => {
+                // The caller's own cancellation ends the call: no budget decision, no retry
+                // bought. For the breaker, an attempt that had already run to its limit timed
+                // out (a deadline that expires is a timeout, never a cancellation).
+                let recorded = match deadline {
+                    Some(d) if now.get() >= d => Outcome::Timeout,
+                    _ => Outcome::Cancelled,
+                };
+                let _ = policy.breaker().record_at(permit, recorded, &now);
+                self.run.last_outcome = Some(recorded);
+                let attempts = self.run.call.attempts();
+                return Ok(self.run.finish(Verdict::Cancelled { attempts }));
+            }
             Attempted::Returned(o) => (o, false),
             Attempted::Raised(o) => (o, true),
-            Attempted::Cancelled => (Outcome::Cancelled, true),
-        };
-        // A deadline that expires is a timeout, never a cancellation: a cancellation seen at or
-        // after the attempt's limit is the limit's doing.
-        let outcome = match (outcome, deadline) {
-            (Outcome::Cancelled, Some(d)) if now.get() >= d => Outcome::Timeout,
-            (o, _) => o,
         };
         let remaining = self.run.remaining(&now);
         let decision = policy
@@ -471,6 +488,7 @@ impl<P: Deref<Target = Policy>> Execution<P> {
         }
         match (&self.run.state, self.run.last_wait) {
             (State::Ready, Some(w)) if self.run.started => {
+                self.policy.forgo_retry(&mut self.run.call);
                 let v = Verdict::GiveUp(GaveUp {
                     reason: GiveUpReason::AttemptsExhausted,
                     attempts: self.run.call.attempts(),
@@ -498,6 +516,8 @@ impl<P: Deref<Target = Policy>> Execution<P> {
                 return v;
             }
         }
+        // Cancelled during a wait: the retry it waited for is forgone.
+        self.policy.forgo_retry(&mut self.run.call);
         let attempts = self.run.call.attempts();
         self.run.state = State::Finished(Verdict::Cancelled { attempts });
         Verdict::Cancelled { attempts }
@@ -596,8 +616,9 @@ impl Run {
 
 impl<P: Deref<Target = Policy>> Drop for Execution<P> {
     fn drop(&mut self) {
-        // A dropped future or an abandoned object must not hold a probe until it times out.
-        if let State::Attempting { .. } = self.run.state {
+        // A dropped future or an abandoned object must not hold a probe until it times out, nor
+        // keep the tokens of a retry it will not make.
+        if !matches!(self.run.state, State::Finished(_)) {
             let _ = self.cancel();
         }
     }
@@ -685,6 +706,79 @@ mod tests {
             })
         );
         assert_eq!(e.next_step().unwrap(), Step::Finish(v));
+    }
+
+    fn policy_with_quota(clock: &ManualClock) -> Policy {
+        let p = policy(clock);
+        Policy::new(
+            Arc::clone(p.breaker()),
+            Arc::clone(p.budget()),
+            Some(Arc::new(
+                crate::quota::RetryQuota::new(crate::quota::QuotaConfig::default()).unwrap(),
+            )),
+            Classifier::default(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_cancellation_at_the_limit_ends_the_call_as_a_recorded_timeout() {
+        let clock = ManualClock::new();
+        let p = policy_with_quota(&clock);
+        let limits = ExecutionConfig {
+            attempt_timeout: Some(Duration::from_millis(100)),
+            total_timeout: None,
+        };
+        let mut e = Execution::new(&p, limits).unwrap();
+        e.next_step().unwrap();
+        clock.advance(Duration::from_millis(100));
+        let v = e.complete(Attempted::Cancelled).unwrap();
+        assert_eq!(v, Step::Finish(Verdict::Cancelled { attempts: 1 }));
+        assert_eq!(e.last_outcome(), Some(Outcome::Timeout));
+        // The breaker counted the timeout (threshold 1: open); no retry was bought.
+        assert_eq!(p.breaker().snapshot().opens, 1);
+        assert_eq!(p.quota().unwrap().available(), 500);
+        // The same through cancel() and through a drop past the limit.
+        p.breaker().reset();
+        let mut e = Execution::new(&p, limits).unwrap();
+        e.next_step().unwrap();
+        clock.advance(Duration::from_millis(150));
+        assert_eq!(e.cancel(), Verdict::Cancelled { attempts: 1 });
+        assert_eq!(p.quota().unwrap().available(), 500);
+        p.breaker().reset();
+        let mut e = Execution::new(&p, limits).unwrap();
+        e.next_step().unwrap();
+        clock.advance(Duration::from_millis(150));
+        drop(e);
+        assert_eq!(p.quota().unwrap().available(), 500);
+        assert_eq!(p.breaker().snapshot().opens, 3);
+    }
+
+    #[test]
+    fn a_forgone_retry_gives_its_tokens_back() {
+        let clock = ManualClock::new();
+        let p = policy_with_quota(&clock);
+        let forgo: [fn(&mut Execution<&Policy>); 3] = [
+            |e| {
+                e.cancel();
+            },
+            |e| {
+                e.stop().unwrap();
+            },
+            |e| drop(std::mem::replace(e, Execution::new(e.policy, NO_LIMITS).unwrap())),
+        ];
+        for f in forgo {
+            p.breaker().reset();
+            let mut e = Execution::new(&p, NO_LIMITS).unwrap();
+            e.next_step().unwrap();
+            assert!(matches!(
+                e.complete(Attempted::Raised(Outcome::Failure)).unwrap(),
+                Step::Wait(_)
+            ));
+            assert_eq!(p.quota().unwrap().available(), 495, "the retry was paid for");
+            f(&mut e);
+            assert_eq!(p.quota().unwrap().available(), 500, "and given back when forgone");
+        }
     }
 
     #[test]

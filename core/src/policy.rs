@@ -198,6 +198,16 @@ impl Policy {
         Ok((d, c))
     }
 
+    /// A retry this policy decided (and the quota paid for) will not be made (the caller
+    /// cancelled during its wait, the breaker will not admit it in time, the request cannot be
+    /// sent again): its tokens go back to the quota. Nothing else moves.
+    pub fn forgo_retry(&self, call: &mut Call) {
+        if let (Some(q), Some(lease)) = (&self.quota, call.lease.take()) {
+            // The call's own lease, issued by this quota: never foreign.
+            let _ = q.on_success(Some(lease));
+        }
+    }
+
     /// [`Policy::after_attempt`] at the caller's reading, within `limit` (what is left of a
     /// call's total time, if it has one): a retry whose wait is not shorter than the limit gives
     /// up with [`GiveUpReason::TotalTimeout`] before the quota pays for it.
