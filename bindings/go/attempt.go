@@ -74,7 +74,8 @@ func OutcomeOf(ctx context.Context, err error) Outcome {
 // what fn returned (err nil when it returned normally: Do's fn returned nil) and says which
 // outcome that is, or ok false for the default. An outcome of Cancelled is the caller's
 // cancellation. DoHTTP asks it only about errors; its responses are classified by the
-// policy's Classifier (ClassifierConfig). A panic in it is a programming error, as one in fn.
+// policy's Classifier (ClassifierConfig). A panic in it is a programming error, as one in fn;
+// so is an outcome of an unknown kind (the call returns an error matching ErrInvalidInput).
 type ClassifyFunc func(err error) (o Outcome, ok bool)
 
 // attempted is what an attempt came to, in the C ABI's holdoff_attempted codes.
@@ -88,9 +89,14 @@ const (
 )
 
 // classify says what an attempt that ended with err came to; timedOut reports that its own
-// time limit passed; ctx is the caller's context.
+// time limit passed; ctx is the caller's context. An attempt cut by its limit is a timeout,
+// unless the caller has cancelled meanwhile: its cancellation always ends the call (the core
+// records that attempt as the timeout it was).
 func classify(ctx context.Context, timedOut bool, err error, custom ClassifyFunc) (attempted, Outcome) {
 	if err != nil && timedOut {
+		if ctx != nil && ctx.Err() == context.Canceled {
+			return attemptCancelled, Cancelled
+		}
 		return attemptRaised, Timeout
 	}
 	o, ok := Outcome{}, false

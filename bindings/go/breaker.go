@@ -245,11 +245,11 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 	if oerr != nil {
 		return errors.Join(oerr, err)
 	}
-	recorded = true
 	st = C.holdoff_breaker_record(h, &p.c, kind, ns, nil)
-	if st != C.HOLDOFF_STATUS_OK {
-		return errors.Join(err, errOf(st))
+	if st != C.HOLDOFF_STATUS_OK { // an outcome the core refuses: the deferred record frees the permit
+		return errors.Join(errOf(st), err)
 	}
+	recorded = true
 	return err
 }
 

@@ -61,7 +61,8 @@ func WithTotalTimeout(d time.Duration) Option {
 func WithOnRetry(f func(RetryInfo)) Option { return func(o *options) { o.call.onRetry = f } }
 
 // WithOnAttempt sets a hook called after each attempt, with what it was recorded as, on the
-// calling goroutine (also for an attempt that panicked, before the panic goes on).
+// calling goroutine (also for an attempt that panicked, before the panic goes on, and one the
+// helper failed to report, such as a classifier's unknown outcome kind: Cancelled).
 func WithOnAttempt(f func(AttemptInfo)) Option { return func(o *options) { o.call.onAttempt = f } }
 
 // WithClassifier overrides Go's default classification (OutcomeOf) of what fn returned.
@@ -73,8 +74,9 @@ type AttemptInfo struct {
 	Number int
 	// Probe reports whether the attempt was a probe of an open breaker.
 	Probe bool
-	// Outcome is what the attempt was recorded as: a panic, a cancelled attempt and a status
-	// that is not one are Cancelled (they move nothing).
+	// Outcome is what the attempt was recorded as: a panic, a cancelled attempt, a status
+	// that is not one and an outcome the helper could not report (a classifier's unknown kind,
+	// a negative retry-later delay) are Cancelled (they move nothing).
 	Outcome Outcome
 	// Err is the error fn returned (nil if it returned normally or panicked).
 	Err error
@@ -219,15 +221,18 @@ func (c *Config) ExecuteOptions() ([]Option, error) {
 //   - a *GiveUpError (Reason, Attempts, RetryAfter, ServerDelay, Capped; it unwraps to the
 //     last error): retries, budget or quota spent, the total timeout, a Retry-After above
 //     the cap;
-//   - ctx.Err(): ctx ended before the call started, or was cancelled during an attempt or a
-//     wait (a deadline of ctx during an attempt is a timeout, counted as such);
+//   - ctx.Err(): ctx ended before the call started, or was cancelled during an attempt (also
+//     one that ran past its limit: the breaker counts that attempt as a timeout) or a wait (a
+//     deadline of ctx during an attempt is a timeout, counted as such);
 //   - an error matching ErrInvalidInput: an AsRetryLater with a negative delay (the attempt
 //     counts as nothing); an *Error matching ErrInvalidConfig: invalid time limits.
 //
 // Both "upstream unavailable" errors match errors.Is(err, ErrUpstreamUnavailable). A panic in
 // fn (or in the classifier) is a programming error: the attempt is recorded as cancelled (it
-// moves nothing, and a probe frees its slot), OnAttempt sees it, and the panic goes on,
-// unretried. opts override the policy's defaults (PolicyOption).
+// moves nothing, also past its time limit, and a probe frees its slot), OnAttempt sees it, and
+// the panic goes on, unretried. So is a classifier's outcome of an unknown kind: the call
+// returns an error matching ErrInvalidInput (field outcome.kind) joined with fn's error. opts
+// override the policy's defaults (PolicyOption).
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error, opts ...Option) error {
 	_, err := p.execute(ctx, opts, false, func(ctx context.Context) (*http.Response, error) {
 		return nil, fn(ctx)
@@ -363,21 +368,23 @@ func (p *Policy) execute(ctx context.Context, opts []Option, isHTTP bool, fn fun
 }
 
 // attempt makes the attempt the step admitted, reports it to the core and leaves the next step
-// in c.step. A panic in fn or the classifier goes on once the attempt is recorded.
+// in c.step. The helper failing to report it is a programming error, reported as a bug (recorded
+// as cancelled, it moves nothing; never by freeing the execution, which past the attempt's limit
+// would count a timeout), seen by OnAttempt: a panic in fn, the classifier or a response's
+// Body.Close goes on once the attempt is recorded; an outcome the core refuses (a classifier's
+// unknown kind, a negative retry-later delay) ends the call with that error (Rethrow).
 func (c *call) attempt() error {
 	info := AttemptInfo{Number: int(c.step.attempts), Probe: c.step.probe != 0}
 	limit, has := optDur(c.step.has_time_limit, c.step.time_limit_ns)
 	t := startAttempt(c.ctx, c.p.clock, limit, has)
 	c.last = attemptResult{timer: t}
-	var kind attempted
-	var outcome Outcome
-	returned := false
+	reported := false
 	defer func() {
-		if returned {
+		if reported {
 			return
 		}
-		// fn or the classifier panicked (or exited the goroutine): not an answer of the
-		// upstream. Recorded as cancelled, then the panic goes on.
+		// fn, the classifier or a body's Close panicked (or exited the goroutine): not an
+		// answer of the upstream. Recorded as cancelled, then the panic goes on.
 		t.end()
 		t.release()
 		C.holdoff_execution_complete(c.x, C.uint32_t(attemptBug), C.HOLDOFF_OUTCOME_CANCELLED, 0, &c.step)
@@ -385,10 +392,13 @@ func (c *call) attempt() error {
 	}()
 	resp, err := c.fn(t.ctx)
 	timedOut := t.end()
+	info.Err = err
+	c.last.err = err
+	var kind attempted
+	var outcome Outcome
 	if !c.http || err != nil {
 		kind, outcome = classify(c.ctx, timedOut, err, c.o.classify)
 	}
-	returned = true
 	if err != nil && resp != nil && resp.Body != nil { // a response with an error is not one
 		resp.Body.Close()
 	}
@@ -396,8 +406,11 @@ func (c *call) attempt() error {
 	if !isResponse { // only a response's body still needs the attempt's context
 		t.release()
 	}
-	info.Err = err
-	c.last.err = err
+	// bug reports the attempt as a programming error; failure is what the caller gets.
+	bug := func(failure error) C.holdoff_status {
+		c.last.err = failure
+		return C.holdoff_execution_complete(c.x, C.uint32_t(attemptBug), C.HOLDOFF_OUTCOME_CANCELLED, 0, &c.step)
+	}
 	var st C.holdoff_status
 	switch {
 	case isResponse:
@@ -406,19 +419,28 @@ func (c *call) attempt() error {
 		st = C.holdoff_execution_complete_response(c.x, C.int64_t(resp.StatusCode), headers, n, &c.step)
 		free()
 	case c.http && err == nil:
-		c.last.err = inputErr("response", "fn returned neither a response nor an error")
-		st = C.holdoff_execution_complete(c.x, C.uint32_t(attemptBug), C.HOLDOFF_OUTCOME_CANCELLED, 0, &c.step)
+		st = bug(inputErr("response", "fn returned neither a response nor an error"))
 	default:
 		o, ns, oerr := outcome.c()
-		if oerr != nil { // a negative retry-later delay: the caller's error, counted as nothing
-			c.last.err = errors.Join(oerr, err)
-			kind, o, ns = attemptBug, C.HOLDOFF_OUTCOME_CANCELLED, 0
+		if oerr == nil && outcome.Kind > KindCancelled {
+			oerr = inputErr("outcome.kind", fmt.Sprintf("%d is not an outcome kind", uint32(outcome.Kind)))
+		}
+		if oerr != nil { // the caller's error (a negative retry-later delay, a classifier's garbage)
+			st = bug(errors.Join(oerr, err))
+			break
 		}
 		st = C.holdoff_execution_complete(c.x, C.uint32_t(kind), o, ns, &c.step)
 	}
-	if err := errOf(st); err != nil {
-		return errors.Join(err, c.last.err)
+	if failure := errOf(st); failure != nil {
+		// The core refused what the helper reported (the attempt stays in progress): a bug of
+		// the helper's own, reported as such; the call ends with that error.
+		failure = errors.Join(failure, c.last.err)
+		if st := bug(failure); st != C.HOLDOFF_STATUS_OK {
+			reported = true // freeing the execution is all that is left
+			return errors.Join(errOf(st), failure)
+		}
 	}
+	reported = true
 	c.afterAttempt(info)
 	return nil
 }

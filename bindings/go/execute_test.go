@@ -183,8 +183,8 @@ func TestHooks(t *testing.T) {
 	}
 }
 
-// A panic in fn (or in the classifier) is a programming error: the attempt is recorded as
-// cancelled, so a probe frees its slot at once and nothing counts; OnAttempt sees it; the
+// A panic in fn (or in the classifier, or in the Close of a body DoHTTP discards) is a
+// programming error: the attempt is recorded as cancelled, so a probe frees its slot at once and nothing counts; OnAttempt sees it; the
 // same panic goes on; nothing is left alive. runtime.Goexit in fn (t.FailNow) does the same.
 func TestPanicsFreeTheProbeAndGoOn(t *testing.T) {
 	clock := manualClock(t)
@@ -215,6 +215,11 @@ func TestPanicsFreeTheProbeAndGoOn(t *testing.T) {
 			p.Do(context.Background(), func(context.Context) error { return refused() }, onAttempt,
 				holdoff.WithClassifier(func(error) (holdoff.Outcome, bool) { panic(boom) }))
 		}},
+		{"a body's Close", func() {
+			p.DoHTTP(context.Background(), func(context.Context) (*http.Response, error) {
+				return &http.Response{StatusCode: 200, Body: panickyBody{boom}}, refused()
+			}, onAttempt)
+		}},
 		{"Breaker.Do", func() { b.Do(context.Background(), func(context.Context) error { panic(boom) }) }},
 		{"runtime.Goexit", func() {
 			done := make(chan struct{})
@@ -244,6 +249,12 @@ func TestPanicsFreeTheProbeAndGoOn(t *testing.T) {
 		}
 	}
 }
+
+// panickyBody panics when closed.
+type panickyBody struct{ v any }
+
+func (panickyBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (b panickyBody) Close() error           { panic(b.v) }
 
 // AsRetryLater with a negative delay is the caller's error: returned as such (with fn's
 // error), the attempt counting as nothing and a probe freed.
@@ -539,5 +550,107 @@ func TestOutcomeOf(t *testing.T) {
 		if got := holdoff.OutcomeOf(c.ctx, c.err); got != c.want {
 			t.Errorf("OutcomeOf(%v, %v) = %v, want %v", c.ctx.Err(), c.err, got.Kind, c.want.Kind)
 		}
+	}
+}
+
+// The helper failing to report an attempt (here a classifier's outcome of an unknown kind) is a
+// programming error: the attempt is recorded as cancelled, also past its time limit (never by
+// freeing the execution, which would count a timeout), OnAttempt sees it, and the call ends
+// with that error, unretried. Breaker.Do frees its permit the same way.
+func TestHelperFailuresAreBugs(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	p := helperPolicy(t, clock, func(c *holdoff.PolicyConfig) {
+		c.Breaker.Trip = holdoff.ConsecutiveFailures(1)
+		c.Budget.MaxRetries = 1
+	}, holdoff.WithAttemptTimeout(100*time.Millisecond))
+	defer p.Close()
+	b := p.Breaker()
+	garbage := holdoff.WithClassifier(func(error) (holdoff.Outcome, bool) { return holdoff.Outcome{Kind: 99}, true })
+	untouched := func(what string) {
+		t.Helper()
+		if s := b.Snapshot(); s.State != holdoff.Closed || s.Failures != 0 || s.ProbesInFlight != 0 {
+			t.Errorf("%s: the breaker moved: %+v", what, s)
+		}
+		b.Reset() // the next case starts afresh
+	}
+	live := holdoff.LiveHandles()
+	down := refused()
+	for _, c := range []struct {
+		name  string
+		fn    func(context.Context) error
+		cause error
+	}{
+		{"past the limit", func(ctx context.Context) error {
+			clock.Advance(150 * time.Millisecond)
+			if ctx.Err() != context.DeadlineExceeded {
+				t.Errorf("the attempt's context was not ended by its limit: %v", ctx.Err())
+			}
+			return nil // the classifier is asked about a nil: its limit does not decide
+		}, nil},
+		{"an error", func(context.Context) error { return down }, down},
+	} {
+		var seen []holdoff.AttemptInfo
+		attempts := 0
+		err := p.Do(context.Background(), func(ctx context.Context) error { attempts++; return c.fn(ctx) }, garbage,
+			holdoff.WithOnAttempt(func(a holdoff.AttemptInfo) { seen = append(seen, a) }))
+		if attempts != 1 || !errors.Is(err, holdoff.ErrInvalidInput) || (c.cause != nil && !errors.Is(err, c.cause)) {
+			t.Errorf("%s: %v after %d attempts", c.name, err, attempts)
+		}
+		if len(seen) != 1 || seen[0].Outcome != holdoff.Cancelled || seen[0].Err != c.cause {
+			t.Errorf("%s: OnAttempt saw %+v", c.name, seen)
+		}
+		untouched(c.name)
+		if e := (*holdoff.Error)(nil); !errors.As(err, &e) || e.Field != "outcome.kind" {
+			t.Errorf("%s: %v does not name outcome.kind", c.name, err)
+		}
+	}
+
+	// Breaker.Do: fn's own outcome of an unknown kind frees the probe it held.
+	if _, err := b.Record(must(b.Allow()), holdoff.Failure); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute) // the probe is due
+	err := b.Do(context.Background(), func(context.Context) error {
+		return &holdoff.OutcomeError{Outcome: holdoff.Outcome{Kind: 99}, Err: down}
+	})
+	if !errors.Is(err, holdoff.ErrInvalidInput) || !errors.Is(err, down) {
+		t.Errorf("Breaker.Do: %v", err)
+	}
+	if s := b.Snapshot(); s.State != holdoff.HalfOpen || s.ProbesInFlight != 0 || s.Opens != 1 {
+		t.Errorf("Breaker.Do: the probe was not freed, or counted: %+v", s)
+	}
+	if n := holdoff.LiveHandles(); n != live {
+		t.Errorf("%d handles alive, want %d", n, live)
+	}
+}
+
+// The caller's cancellation ends the call even when it comes after the attempt's own limit
+// cut it: never retried nor turned into a give-up; the breaker counts that attempt as the
+// timeout it was.
+func TestCallersCancellationPastTheLimitEndsTheCall(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	p := helperPolicy(t, clock, func(c *holdoff.PolicyConfig) { c.Budget.MaxRetries = 0 },
+		holdoff.WithAttemptTimeout(100*time.Millisecond))
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var seen []holdoff.AttemptInfo
+	attempts := 0
+	err := p.Do(ctx, func(actx context.Context) error {
+		attempts++
+		clock.Advance(150 * time.Millisecond) // the attempt's limit passes
+		cancel()                              // then the caller cancels
+		return actx.Err()
+	}, holdoff.WithOnAttempt(func(a holdoff.AttemptInfo) { seen = append(seen, a) }))
+	if !errors.Is(err, context.Canceled) || errors.Is(err, holdoff.ErrUpstreamUnavailable) || attempts != 1 {
+		t.Errorf("got %v after %d attempts, want context.Canceled", err, attempts)
+	}
+	if len(seen) != 1 || seen[0].Outcome != holdoff.Timeout {
+		t.Errorf("OnAttempt saw %+v, want the attempt recorded as a timeout", seen)
+	}
+	if s := p.Breaker().Snapshot(); s.Failures != 1 {
+		t.Errorf("the breaker did not count the timeout: %+v", s)
 	}
 }

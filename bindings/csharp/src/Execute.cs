@@ -3,7 +3,6 @@
 // the caller gets are the C library's decisions (Execution.cs); the loops run each attempt with
 // its own cancellation token and time limit, sleep, and call the hooks.
 using System;
-using System.Runtime.ExceptionServices;
 using System.Threading;
 using System.Threading.Tasks;
 using Holdoff.Interop;
@@ -19,7 +18,9 @@ namespace Holdoff
 
         /// <summary>Longest one attempt may take; null (the default) or Timeout.InfiniteTimeSpan:
         /// no limit of its own (the total timeout still bounds it). An attempt that outlives it
-        /// has its token cancelled and counts as a timeout, a failure for the breaker.
+        /// has its token cancelled; an async one is left behind and counts as a timeout, a
+        /// failure for the breaker; a sync one cannot be stopped and counts as what it returns
+        /// or throws (an OperationCanceledException of its own token is a timeout).
         /// HoldoffConfigException (an ArgumentException, ParamName execute.attempt_timeout) for
         /// zero or a negative value.</summary>
         public TimeSpan? AttemptTimeout
@@ -54,9 +55,11 @@ namespace Holdoff
         /// <summary>What an exception thrown by an attempt means: an outcome, or null for a
         /// programming error (rethrown at once, unretried, moving nothing). null (the default):
         /// <see cref="Outcome.Classify"/>; fall back to it for the exceptions yours does not know.
-        /// The caller's own cancellation is decided before it is asked, and an attempt cut by its
-        /// time limit is a timeout. An exception it throws (or a classifyResult throws) ends the
-        /// call and reaches the caller; the attempt is recorded as cancelled.</summary>
+        /// The caller's own cancellation is decided before it is asked, and an async attempt cut by
+        /// its time limit is a timeout (a sync one is asked about what it throws, whenever it
+        /// throws it). An exception it throws (or a classifyResult throws) ends the call and
+        /// reaches the caller, unretried; the attempt is recorded as cancelled (moving nothing,
+        /// also past its time limit) and OnAttempt sees it so.</summary>
         public Func<Exception, Outcome?> ClassifyError { get; set; }
 
         /// <summary>How the helpers wait, and time each attempt: the task must complete when the
@@ -115,7 +118,11 @@ namespace Holdoff
         /// <summary>The synchronous <see cref="ExecuteAsync(Func{CancellationToken, Task}, CancellationToken)"/>:
         /// runs <paramref name="fn"/> on the calling thread and blocks for the waits. An attempt's
         /// time limit cancels the token it was given but cannot stop code that ignores it: then
-        /// what it returns or throws counts (an exception thrown after the limit is a timeout).</summary>
+        /// what it returns or throws counts, whenever it comes. A value returned after the limit is
+        /// that attempt's value (sending the request again would not undo it); an exception thrown
+        /// after it is classified as itself, as before the limit: an OperationCanceledException of
+        /// the attempt's own token is a timeout, a programming error (a NullReferenceException,
+        /// ...) is rethrown at once, unretried, moving nothing.</summary>
         public void Execute(Action<CancellationToken> fn, CancellationToken ct = default(CancellationToken))
         {
             if (fn == null) throw new ArgumentNullException("fn");
@@ -211,31 +218,44 @@ namespace Holdoff
             try
             {
                 task = op(own.Token);
-                if (task == null) throw new InvalidOperationException("holdoff: the operation returned a null Task");
             }
             catch (Exception e)
             {
                 own.Dispose();
                 return Ran<T>.Threw(e);
             }
+            if (task == null)
+            {
+                own.Cancel();
+                own.Dispose();
+                return Ran<T>.HelperFailed(new InvalidOperationException("holdoff: the operation returned a null Task"));
+            }
             if (limit.HasValue && !task.IsCompleted)
             {
                 using (var timing = new CancellationTokenSource())
                 {
-                    var timer = sleep(limit.Value, timing.Token);
-                    var first = await Task.WhenAny(task, timer).ConfigureAwait(false);
-                    if (first != task)
+                    Exception failed = null;
+                    try
                     {
-                        if (timer.Status == TaskStatus.RanToCompletion)
+                        var timer = Timer(sleep, limit.Value, timing.Token);
+                        if (await Task.WhenAny(task, timer).ConfigureAwait(false) != task)
                         {
-                            own.Cancel();
-                            // Left behind: its exception is observed and its token released
-                            // when it ends.
-                            Forget(task, own);
-                            return Ran<T>.OutOfTime(limit.Value, null);
+                            if (timer.Status == TaskStatus.RanToCompletion)
+                            {
+                                Abandon(task, own);
+                                return Ran<T>.OutOfTime(limit.Value);
+                            }
+                            timer.GetAwaiter().GetResult(); // throws the sleeper's own failure
                         }
-                        own.Cancel();
-                        await timer.ConfigureAwait(false); // the sleeper's own failure
+                    }
+                    catch (Exception e)
+                    {
+                        failed = e;
+                    }
+                    if (failed != null)
+                    {
+                        Abandon(task, own);
+                        return Ran<T>.HelperFailed(failed);
                     }
                     timing.Cancel();
                 }
@@ -254,6 +274,23 @@ namespace Holdoff
             }
         }
 
+        /// <summary>The sleeper's task timing an attempt; InvalidOperationException for a null
+        /// one.</summary>
+        static Task Timer(Func<TimeSpan, CancellationToken, Task> sleep, TimeSpan limit, CancellationToken ct)
+        {
+            var timer = sleep(limit, ct);
+            if (timer == null) throw new InvalidOperationException("holdoff: the sleeper returned a null Task");
+            return timer;
+        }
+
+        /// <summary>Leaves an attempt behind: cancels its token, observes its exception and
+        /// releases its token when it ends.</summary>
+        static void Abandon(Task task, CancellationTokenSource own)
+        {
+            own.Cancel();
+            Forget(task, own);
+        }
+
         /// <summary>Observes the exception of an attempt left behind, and releases its token when
         /// it ends.</summary>
         static void Forget(Task task, CancellationTokenSource own)
@@ -266,45 +303,63 @@ namespace Holdoff
         }
 
         /// <summary>One sync attempt with its own token; the sleeper, started first, cancels that
-        /// token when the attempt's time limit passes.</summary>
+        /// token when the attempt's time limit passes. The attempt cannot be stopped: what it
+        /// returns or throws, before or after its limit, is what it came to.</summary>
         static Ran<T> Attempt<T>(Func<CancellationToken, T> op, TimeSpan? limit,
             Func<TimeSpan, CancellationToken, Task> sleep, CancellationToken ct)
         {
             using (var own = CancellationTokenSource.CreateLinkedTokenSource(ct))
-            using (var timer = limit.HasValue ? new AttemptTimer(limit.Value, sleep, own) : null)
             {
-                Ran<T> ran;
+                AttemptTimer timer = null;
                 try
                 {
-                    ran = Ran<T>.Of(op(own.Token));
+                    if (limit.HasValue) timer = new AttemptTimer(limit.Value, sleep, own);
                 }
                 catch (Exception e)
                 {
-                    ran = timer != null && timer.Fired ? Ran<T>.OutOfTime(limit.Value, e) : Ran<T>.Threw(e);
+                    return Ran<T>.HelperFailed(e); // before the operation ran
                 }
-                if (timer != null && timer.Failure != null) ExceptionDispatchInfo.Capture(timer.Failure).Throw();
-                return ran;
+                using (timer)
+                {
+                    Ran<T> ran;
+                    try
+                    {
+                        ran = Ran<T>.Of(op(own.Token));
+                    }
+                    catch (Exception e)
+                    {
+                        ran = Ran<T>.Threw(e);
+                    }
+                    if (timer != null) ran.Broken = timer.Failure;
+                    return ran;
+                }
             }
         }
 
-        /// <summary>Cancels a synchronous attempt's token when the sleeper says its time is up.</summary>
+        /// <summary>Cancels a synchronous attempt's token when the sleeper says its time is up, or
+        /// when the sleeper fails (the helper no longer times the attempt: it abandons it).</summary>
         sealed class AttemptTimer : IDisposable
         {
             readonly CancellationTokenSource timing = new CancellationTokenSource();
-            volatile bool fired;
             volatile Exception failure;
 
             public AttemptTimer(TimeSpan limit, Func<TimeSpan, CancellationToken, Task> sleep, CancellationTokenSource attempt)
             {
-                sleep(limit, timing.Token).ContinueWith(t =>
+                Task timer;
+                try
+                {
+                    timer = Timer(sleep, limit, timing.Token);
+                }
+                catch
+                {
+                    timing.Dispose();
+                    throw;
+                }
+                timer.ContinueWith(t =>
                 {
                     if (t.Status == TaskStatus.Faulted)
-                    {
                         failure = t.Exception.InnerExceptions.Count == 1 ? t.Exception.InnerException : t.Exception;
-                        return;
-                    }
-                    if (t.Status != TaskStatus.RanToCompletion) return;
-                    fired = true;
+                    else if (t.Status != TaskStatus.RanToCompletion) return;
                     try
                     {
                         attempt.Cancel();
@@ -316,7 +371,6 @@ namespace Holdoff
                 }, TaskContinuationOptions.ExecuteSynchronously);
             }
 
-            public bool Fired { get { return fired; } }
             public Exception Failure { get { return failure; } }
 
             public void Dispose()

@@ -59,6 +59,7 @@ namespace Holdoff
     internal sealed class Execution : IDisposable
     {
         readonly ExecutionHandle handle;
+        bool attempting;
 
         public Execution(Policy policy, Limits limits)
         {
@@ -70,13 +71,18 @@ namespace Holdoff
         {
             StepC s;
             Status.Check(Native.holdoff_execution_next_step(handle, out s));
+            attempting = s.Kind == (uint)StepKindC.Attempt;
             return s;
         }
+
+        /// <summary>Whether an attempt is in progress: admitted, not yet reported.</summary>
+        public bool Attempting { get { return attempting; } }
 
         public StepC Complete(AttemptedC attempted, Outcome outcome)
         {
             StepC s;
             Status.Check(Native.holdoff_execution_complete(handle, (uint)attempted, (uint)outcome.Kind, outcome.DelayNs(), out s));
+            attempting = false;
             return s;
         }
 
@@ -88,6 +94,7 @@ namespace Holdoff
                 var hs = Units.Headers(headers, allocated);
                 StepC s;
                 Status.Check(Native.holdoff_execution_complete_response(handle, status, hs, (UIntPtr)hs.Length, out s));
+                attempting = false;
                 return s;
             }
             finally
@@ -100,6 +107,7 @@ namespace Holdoff
         {
             StepC s;
             Status.Check(Native.holdoff_execution_cancel(handle, out s));
+            attempting = false;
             return s;
         }
 
@@ -117,23 +125,32 @@ namespace Holdoff
         public void Dispose() { handle.Dispose(); }
     }
 
-    /// <summary>What one attempt came to: a value, an exception, or its time limit passing.</summary>
+    /// <summary>What one attempt came to: a value, an exception, or its time limit passing;
+    /// and the helper's own failure while running it (its sleeper's), if any.</summary>
     internal struct Ran<T>
     {
         public bool Returned, TimedOut;
         public T Value;
         public Exception Error;
+        /// <summary>The helper failed running the attempt (the sleeper timing it threw, the
+        /// operation gave a null Task): a programming error, reported as a bug and thrown to the
+        /// caller.</summary>
+        public Exception Broken;
 
         public static Ran<T> Of(T value) { return new Ran<T> { Returned = true, Value = value }; }
         public static Ran<T> Threw(Exception e) { return new Ran<T> { Error = e }; }
 
-        /// <summary>The attempt outlived <paramref name="limit"/>; <paramref name="inner"/> is
-        /// what it threw afterwards (a synchronous attempt), if anything.</summary>
-        public static Ran<T> OutOfTime(TimeSpan limit, Exception inner)
+        /// <summary>An asynchronous attempt outlived <paramref name="limit"/> and was left
+        /// behind.</summary>
+        public static Ran<T> OutOfTime(TimeSpan limit)
         {
-            var e = new TimeoutException(string.Format("holdoff: the attempt did not finish within its time limit of {0}", limit), inner);
+            var e = new TimeoutException(string.Format("holdoff: the attempt did not finish within its time limit of {0}", limit));
             return new Ran<T> { TimedOut = true, Error = e };
         }
+
+        /// <summary>The helper failed running an asynchronous attempt (the sleeper timing it
+        /// threw, the operation gave a null Task): the attempt was left behind.</summary>
+        public static Ran<T> HelperFailed(Exception e) { return new Ran<T> { Broken = e }; }
     }
 
     /// <summary>One call's loop state: the execution, the policy's options as they were when the
@@ -191,25 +208,51 @@ namespace Holdoff
         /// of the total timeout), or null.</summary>
         public TimeSpan? TimeLimit { get { return Units.Opt(step.HasTimeLimit, step.TimeLimitNs); } }
 
-        /// <summary>Reports the attempt the step admitted, then calls OnAttempt.</summary>
+        /// <summary>Reports the attempt the step admitted, then calls OnAttempt. When the helper
+        /// fails doing so (its sleeper failed; ClassifyError, a classifyResult or the response's
+        /// reading threw, or the C library refused what they gave), the attempt is reported as a
+        /// bug (recorded as cancelled, moving nothing: never by cancelling or freeing the
+        /// execution, which past the attempt's limit would count a timeout), OnAttempt is
+        /// called all the same, and that failure is thrown.</summary>
         public void Attempted(Ran<T> ran)
         {
             var plan = step;
             if (hasLast && last.Returned && discard != null && !ReferenceEquals(last.Value, ran.Value)) discard(last.Value);
             hasLast = true;
             last = ran;
-            if (ran.Returned) step = report(exec, ran.Value);
-            else if (ran.TimedOut) step = exec.Complete(AttemptedC.Raised, Outcome.Timeout);
-            else
+            var broken = ran.Broken;
+            if (broken == null)
             {
-                Outcome o;
-                var a = Errors.Judge(ran.Error, Token, classify, out o);
-                step = exec.Complete(a, o);
+                try
+                {
+                    if (ran.Returned) step = report(exec, ran.Value);
+                    // The caller's cancellation, even after the attempt's limit, ends the call (the
+                    // core records that attempt as the timeout it was).
+                    else if (ran.TimedOut && Token.IsCancellationRequested) step = exec.Complete(AttemptedC.Cancelled, Outcome.Cancelled);
+                    else if (ran.TimedOut) step = exec.Complete(AttemptedC.Raised, Outcome.Timeout);
+                    else
+                    {
+                        Outcome o;
+                        var a = Errors.Judge(ran.Error, Token, classify, out o);
+                        step = exec.Complete(a, o);
+                    }
+                }
+                catch (Exception e)
+                {
+                    broken = e;
+                }
             }
+            if (broken != null && exec.Attempting) step = exec.Complete(AttemptedC.Bug, Outcome.Cancelled);
             if (onAttempt != null)
             {
                 var recorded = Outcome.FromC(step.LastOutcome, step.LastRetryLaterNs);
                 onAttempt(new AttemptResult((int)plan.Attempts, plan.Probe != 0, recorded, ran.Error, ran.Returned ? (object)ran.Value : null));
+            }
+            if (broken != null)
+            {
+                // The caller gets the helper's failure, not the value: it reaches no one.
+                DiscardLast();
+                ExceptionDispatchInfo.Capture(broken).Throw();
             }
         }
 

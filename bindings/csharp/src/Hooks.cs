@@ -49,12 +49,13 @@ namespace Holdoff
         public int Number { get; private set; }
         /// <summary>Whether the attempt was a probe of an open breaker.</summary>
         public bool IsProbe { get; private set; }
-        /// <summary>What the attempt was recorded as (a programming error and the caller's
-        /// cancellation are <see cref="OutcomeKind.Cancelled"/>; an attempt cut by its time limit
-        /// is a <see cref="OutcomeKind.Timeout"/>).</summary>
+        /// <summary>What the attempt was recorded as (a programming error, the helper's own
+        /// failure reporting the attempt, such as a classifier that threw, and the caller's
+        /// cancellation are <see cref="OutcomeKind.Cancelled"/>; an async attempt cut by its time
+        /// limit is a <see cref="OutcomeKind.Timeout"/>).</summary>
         public Outcome Outcome { get; private set; }
-        /// <summary>The attempt's exception (a TimeoutException when its time limit cut it), or
-        /// null.</summary>
+        /// <summary>The attempt's exception (a TimeoutException when its time limit cut an async
+        /// attempt; what a sync one threw, whenever it threw it), or null.</summary>
         public Exception Error { get; private set; }
         /// <summary>The attempt's value or HTTP response, or null.</summary>
         public object Result { get; private set; }

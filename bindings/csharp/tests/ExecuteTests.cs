@@ -31,6 +31,9 @@ namespace Holdoff.Tests
             AttemptTimeouts();
             Cancellation();
             BreakerExecuteAsync();
+            PastTheLimit();
+            HelperFailures();
+            CancelledAfterTheTimer();
         }
 
         static int Offset(Type t, string field) { return Marshal.OffsetOf(t, field).ToInt32(); }
@@ -359,7 +362,8 @@ namespace Holdoff.Tests
                 Await(p.ExecuteAsync(ct => ++n == 1 ? Fail<Task<int>>(new TaskCanceledException()) : Task.FromResult(1), caller.Token));
                 Check(attempts.Count == 2 && attempts[0].Outcome == Outcome.Timeout, "a TaskCanceledException of another token is a timeout");
 
-                // Synchronous: the timer cancels the token; the operation's exception after it is a timeout.
+                // Synchronous: the timer cancels the token; the operation's exception after it counts
+                // as itself (the cancellation of its own token: a timeout).
                 attempts.Clear();
                 p.AttemptTimeout = TimeSpan.FromMilliseconds(50);
                 using (var started = new ManualResetEventSlim())
@@ -377,8 +381,8 @@ namespace Holdoff.Tests
                     Check(started.Wait(Watchdog), "the sync attempt started");
                     time.Advance(TimeSpan.FromMilliseconds(50));
                     Check(Ended(sync) && sync.Status == TaskStatus.RanToCompletion && sync.Result == 2 && attempts.Count == 2 && attempts[0].Outcome == Outcome.Timeout
-                        && attempts[0].Error is TimeoutException && ReferenceEquals(attempts[0].Error.InnerException, thrown),
-                        "sync: cut at its limit, a timeout wrapping what it threw");
+                        && ReferenceEquals(attempts[0].Error, thrown),
+                        "sync: cut at its limit, what it threw (its own token's cancellation) is a timeout");
                 }
 
                 // Without retries, a hanging attempt gives up with the timeout attached, and counts for the breaker.
@@ -390,6 +394,244 @@ namespace Holdoff.Tests
                 var gu = alone.Exception != null ? alone.Exception.InnerException as GiveUpException : null;
                 Check(gu != null && gu.Reason == GiveUpReason.TotalTimeout && gu.Attempts == 1 && gu.InnerException is TimeoutException
                     && p.Breaker.Snapshot().Failures == 1, "the total timeout cut the attempt: a timeout, then total_timeout");
+            }
+        }
+
+        /// <summary>A policy whose breaker opens on one failure, with one retry, a 100 ms attempt
+        /// timeout, its sleeper on <paramref name="time"/>, recording the attempts.</summary>
+        static Policy Fragile(TestTime time, List<AttemptResult> attempts)
+        {
+            var o = Retries(1);
+            o.Breaker = new BreakerOptions { Trip = TripPolicy.ConsecutiveFailures(1) };
+            var p = new Policy(o, time.Clock);
+            time.Attach(p);
+            p.OnAttempt = attempts.Add;
+            p.AttemptTimeout = TimeSpan.FromMilliseconds(100);
+            return p;
+        }
+
+        /// <summary>Whether the breaker of <paramref name="p"/> is untouched: closed, no failure.</summary>
+        static bool Untouched(Policy p)
+        {
+            var s = p.Breaker.Snapshot();
+            return s.State == State.Closed && s.Failures == 0;
+        }
+
+        /// <summary>A sync attempt cannot be stopped at its limit: what it throws after it counts
+        /// as itself, a programming error included (rethrown at once, moving nothing).</summary>
+        static void PastTheLimit()
+        {
+            var attempts = new List<AttemptResult>();
+            using (var clock = new ManualClock())
+            {
+                var time = new TestTime(clock);
+                using (var p = Fragile(time, attempts))
+                {
+                    int n = 0;
+                    bool cut = false;
+                    var bug = new NullReferenceException("past the limit");
+                    var nre = Throws<NullReferenceException>(() => p.Execute(ct =>
+                    {
+                        if (++n > 1) return 2;
+                        time.Advance(TimeSpan.FromMilliseconds(150));
+                        cut = ct.IsCancellationRequested;
+                        throw bug;
+                    }), "sync: a programming error after the limit");
+                    Check(ReferenceEquals(nre, bug) && cut && n == 1, "sync: a programming error after the limit is rethrown at once, unretried");
+                    Check(attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && ReferenceEquals(attempts[0].Error, bug),
+                        "sync: it is recorded as cancelled, not as a timeout: " + string.Join(", ", attempts));
+                    Check(Untouched(p), "sync: a programming error after the limit moves nothing (the breaker stays closed)");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+
+                    attempts.Clear();
+                    n = 0;
+                    var refused = new SocketException((int)SocketError.ConnectionRefused);
+                    Check(p.Execute(ct =>
+                    {
+                        if (++n > 1) return 3;
+                        time.Advance(TimeSpan.FromMilliseconds(150));
+                        throw refused;
+                    }) == 3 && n == 2, "sync: a transport error after the limit is retried");
+                    Check(attempts.Count == 2 && attempts[0].Outcome == Outcome.Failure && ReferenceEquals(attempts[0].Error, refused),
+                        "sync: a transport error after the limit is a failure, not a timeout");
+                }
+            }
+        }
+
+        /// <summary>The helper failing while reporting an attempt (a classifier that throws or
+        /// gives garbage, a sleeper that fails, a response that is none) is a programming error:
+        /// the attempt is recorded as cancelled, also past its limit (never by disposing the
+        /// execution, which would count a timeout), OnAttempt sees it, and the failure reaches
+        /// the caller.</summary>
+        static void HelperFailures()
+        {
+            var attempts = new List<AttemptResult>();
+            using (var clock = new ManualClock())
+            {
+                var time = new TestTime(clock);
+                using (var p = Fragile(time, attempts))
+                {
+                    var oops = new FormatException("the classifier's bug");
+                    p.ClassifyError = e => { throw oops; };
+                    int n = 0;
+                    var refused = new SocketException((int)SocketError.ConnectionRefused);
+                    var fe = Throws<FormatException>(() => p.Execute<int>(ct =>
+                    {
+                        n++;
+                        time.Advance(TimeSpan.FromMilliseconds(150));
+                        throw refused;
+                    }), "sync: ClassifyError throws after the limit");
+                    Check(ReferenceEquals(fe, oops) && n == 1, "sync: the classifier's exception reaches the caller, unretried");
+                    Check(attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && ReferenceEquals(attempts[0].Error, refused),
+                        "sync: OnAttempt saw the attempt, recorded as cancelled: " + string.Join(", ", attempts));
+                    Check(Untouched(p), "sync: a classifier throwing after the limit moves nothing (the breaker stays closed)");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+                    p.ClassifyError = null;
+
+                    attempts.Clear();
+                    n = 0;
+                    var value = new object();
+                    fe = Throws<FormatException>(() => p.Execute(ct =>
+                    {
+                        n++;
+                        time.Advance(TimeSpan.FromMilliseconds(150));
+                        return value;
+                    }, classifyResult: v => { throw oops; }), "sync: classifyResult throws after the limit");
+                    Check(ReferenceEquals(fe, oops) && n == 1 && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled
+                        && ReferenceEquals(attempts[0].Result, value) && Untouched(p),
+                        "sync: a classifyResult throwing after the limit: rethrown, seen by OnAttempt as cancelled, moving nothing");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+
+                    attempts.Clear();
+                    p.ClassifyError = e => Outcome.RetryLater(TimeSpan.FromSeconds(-1));
+                    var aoore = Throws<ArgumentOutOfRangeException>(() => Await(p.ExecuteAsync<int>(ct => { throw refused; })),
+                        "async: ClassifyError gives a negative retry-later");
+                    Check(aoore != null && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "async: a classifier's garbage is a programming error; OnAttempt saw it as cancelled");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+                    p.ClassifyError = null;
+
+                    attempts.Clear();
+                    fe = Throws<FormatException>(() => Await(p.ExecuteAsync(ct => Task.FromResult(value), classifyResult: v => { throw oops; })),
+                        "async: classifyResult throws");
+                    Check(ReferenceEquals(fe, oops) && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "async: a classifyResult throwing is rethrown; OnAttempt saw the attempt as cancelled");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+
+                    attempts.Clear();
+                    var ioe = Throws<InvalidOperationException>(() => Await(p.ExecuteAsync<int>(ct => null)), "async: a null Task");
+                    Check(ioe != null && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "async: an operation giving a null Task: rethrown, OnAttempt saw it as cancelled");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+                }
+            }
+
+            // The sleeper timing an attempt fails once the attempt is past its limit: the helper's
+            // failure, not a timeout of the upstream; the attempt's token is cancelled.
+            using (var clock = new ManualClock())
+            {
+                var broken = new FormatException("the sleeper's bug");
+                Func<TimeSpan, CancellationToken, Task> sleeper = (d, ct) =>
+                {
+                    clock.Advance(TimeSpan.FromMilliseconds(200));
+                    var t = new TaskCompletionSource<bool>();
+                    t.SetException(broken);
+                    return t.Task;
+                };
+                var time = new TestTime(clock);
+                using (var p = Fragile(time, attempts))
+                {
+                    p.Sleeper = sleeper;
+                    attempts.Clear();
+                    CancellationToken seen = default(CancellationToken);
+                    var fe = Throws<FormatException>(() => Await(p.ExecuteAsync(ct =>
+                    {
+                        seen = ct;
+                        return Hang<int>(ct);
+                    })), "async: the sleeper fails");
+                    Check(ReferenceEquals(fe, broken) && seen.IsCancellationRequested, "async: the sleeper's failure reaches the caller; the attempt's token is cancelled");
+                    Check(attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "async: OnAttempt saw the attempt as cancelled; the breaker stays closed: " + string.Join(", ", attempts));
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+
+                    attempts.Clear();
+                    bool cut = false;
+                    fe = Throws<FormatException>(() => p.Execute(ct =>
+                    {
+                        cut = ct.IsCancellationRequested;
+                        return 1;
+                    }), "sync: the sleeper fails");
+                    Check(ReferenceEquals(fe, broken) && cut, "sync: the sleeper's failure reaches the caller; the attempt's token is cancelled");
+                    Check(attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "sync: OnAttempt saw the attempt as cancelled; the breaker stays closed");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+
+                    // A sleeper that throws instead of returning a task.
+                    p.Sleeper = (d, ct) => { clock.Advance(TimeSpan.FromMilliseconds(200)); throw broken; };
+                    attempts.Clear();
+                    fe = Throws<FormatException>(() => Await(p.ExecuteAsync(ct => Hang<int>(ct))), "async: the sleeper throws");
+                    Check(ReferenceEquals(fe, broken) && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "async: a sleeper that throws: rethrown, the attempt recorded as cancelled");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+                    attempts.Clear();
+                    fe = Throws<FormatException>(() => p.Execute(ct => 1), "sync: the sleeper throws");
+                    Check(ReferenceEquals(fe, broken) && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled && Untouched(p),
+                        "sync: a sleeper that throws: rethrown, the attempt recorded as cancelled");
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+                }
+            }
+
+            // The inner handler gives no response.
+            using (var clock = new ManualClock())
+            using (var p = new Policy(new PolicyOptions(), clock))
+            {
+                attempts.Clear();
+                p.OnAttempt = attempts.Add;
+                using (var client = new HttpClient(new HoldoffHandler(p, new NoResponse())) { Timeout = Timeout.InfiniteTimeSpan })
+                {
+                    var e = Throws<Exception>(() => client.GetAsync("http://upstream.invalid/").GetAwaiter().GetResult(), "no response");
+                    Check(e is InvalidOperationException && attempts.Count == 1 && attempts[0].Outcome == Outcome.Cancelled
+                        && Untouched(p), "http: no response is the helper's failure; OnAttempt saw it as cancelled: " + e);
+                    p.Breaker.Reset(); // the next scenario starts afresh, whatever this one did
+                }
+            }
+        }
+
+        /// <summary>The caller cancelling just after an async attempt's timer won still ends the
+        /// call with its cancellation (no give-up); the breaker counts the attempt as the timeout
+        /// it was.</summary>
+        static void CancelledAfterTheTimer()
+        {
+            var attempts = new List<AttemptResult>();
+            using (var clock = new ManualClock())
+            using (var p = new Policy(Retries(0), clock))
+            using (var caller = new CancellationTokenSource())
+            {
+                var timer = new TaskCompletionSource<bool>();
+                p.OnAttempt = attempts.Add;
+                p.AttemptTimeout = TimeSpan.FromMilliseconds(100);
+                p.Sleeper = (d, ct) =>
+                {
+                    // Runs before the helper sees the timer complete.
+                    timer.Task.ContinueWith(t => caller.Cancel(), TaskContinuationOptions.ExecuteSynchronously);
+                    return timer.Task;
+                };
+                var call = p.ExecuteAsync(ct => new TaskCompletionSource<int>().Task, caller.Token); // ignores its token
+                clock.Advance(TimeSpan.FromMilliseconds(100));
+                timer.SetResult(true);
+                Check(Ended(call), "the call ended");
+                var oce = Throws<OperationCanceledException>(() => call.GetAwaiter().GetResult(), "cancelled after the timer");
+                Check(oce != null && oce.CancellationToken == caller.Token, "the caller's own cancellation, after the timer");
+                Check(attempts.Count == 1 && attempts[0].Outcome == Outcome.Timeout && p.Breaker.Snapshot().Failures == 1,
+                    "the attempt counts as a timeout: " + string.Join(", ", attempts));
+            }
+        }
+
+        sealed class NoResponse : HttpMessageHandler
+        {
+            protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken ct)
+            {
+                return Task.FromResult<HttpResponseMessage>(null);
             }
         }
 
