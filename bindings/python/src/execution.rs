@@ -3,7 +3,7 @@
 //! one loop per flavour over it; every decision (admit, wait, give up, what the caller gets) is
 //! the core's.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use holdoff as hc;
@@ -232,39 +232,132 @@ fn limit(arg: &LimitArg<'_>, default: Option<Duration>, field: &str) -> PyResult
 /// attempt, `total_timeout` (default 60 s; `None`: only the budget bounds the call) the whole
 /// call, waits included; a limit must be greater than 0 (`InvalidConfig` naming
 /// `execute.attempt_timeout` / `execute.total_timeout`). A step out of order raises
-/// `InvalidInput` naming `execution`. One caller drives an execution; an execution dropped
-/// during an attempt records it as cancelled, so a probe is never held by a lost call.
-#[pyclass(module = "holdoff._holdoff")]
+/// `InvalidInput` naming `execution`. One caller drives an execution, one step at a time: a
+/// step taken while another runs (from a breaker's state-change callback, or another thread)
+/// raises `InvalidInput` naming `execution` and changes nothing; the getters meanwhile show the
+/// execution as it was when the running step began. An execution dropped during an attempt
+/// records it as cancelled, so a probe is never held by a lost call.
+#[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct Execution {
-    inner: hc::Execution<Arc<hc::Policy>>,
+    cell: Mutex<Cell>,
+    config: hc::ExecutionConfig,
     policy: Py<Policy>,
 }
 
+/// The core's execution, taken out for the length of one step so that no lock is held while the
+/// core runs (the breaker's state-change callback is Python code called from inside a step).
+struct Cell {
+    // `None` while a step has it out.
+    inner: Option<hc::Execution<Arc<hc::Policy>>>,
+    // What the getters show while a step has it out: the figures when that step began.
+    seen: Seen,
+}
+
+#[derive(Clone, Copy)]
+struct Seen {
+    attempts: u32,
+    last_outcome: Option<hc::Outcome>,
+    verdict: Option<hc::Verdict>,
+}
+
+impl Seen {
+    fn of(e: &hc::Execution<Arc<hc::Policy>>) -> Self {
+        Seen {
+            attempts: e.attempts(),
+            last_outcome: e.last_outcome(),
+            verdict: e.verdict(),
+        }
+    }
+}
+
+const IN_USE: &str = "in use by another step (a breaker's state-change callback, or another \
+                      thread): one caller drives an execution, one step at a time";
+
+fn step_out(py: Python<'_>, step: hc::Step) -> PyResult<Py<PyAny>> {
+    Ok(match step {
+        hc::Step::Attempt(a) => Py::new(
+            py,
+            AttemptPlan {
+                number: a.number,
+                probe: a.probe,
+                time_limit: a.time_limit.map(secs_out),
+            },
+        )?
+        .into_any(),
+        hc::Step::Wait(w) => Py::new(
+            py,
+            WaitPlan {
+                attempts: w.attempts,
+                delay: secs_out(w.delay),
+                source: w.source,
+                capped: w.capped,
+                server_delay: w.server_delay.map(secs_out),
+            },
+        )?
+        .into_any(),
+        hc::Step::Finish(v) => verdict(py, v)?.into_any(),
+    })
+}
+
 impl Execution {
-    fn step(&mut self, py: Python<'_>, step: hc::Step) -> PyResult<Py<PyAny>> {
-        Ok(match step {
-            hc::Step::Attempt(a) => Py::new(
-                py,
-                AttemptPlan {
-                    number: a.number,
-                    probe: a.probe,
-                    time_limit: a.time_limit.map(secs_out),
-                },
-            )?
-            .into_any(),
-            hc::Step::Wait(w) => Py::new(
-                py,
-                WaitPlan {
-                    attempts: w.attempts,
-                    delay: secs_out(w.delay),
-                    source: w.source,
-                    capped: w.capped,
-                    server_delay: w.server_delay.map(secs_out),
-                },
-            )?
-            .into_any(),
-            hc::Step::Finish(v) => verdict(py, v)?.into_any(),
-        })
+    fn with_cell(inner: hc::Execution<Arc<hc::Policy>>, policy: Py<Policy>) -> Self {
+        Execution {
+            config: *inner.config(),
+            cell: Mutex::new(Cell {
+                seen: Seen::of(&inner),
+                inner: Some(inner),
+            }),
+            policy,
+        }
+    }
+
+    fn cell(&self) -> MutexGuard<'_, Cell> {
+        self.cell.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The figures the getters show: the execution's own, or (while a step has it out) those
+    /// when that step began.
+    fn seen(&self) -> Seen {
+        let c = self.cell();
+        c.inner.as_ref().map_or(c.seen, Seen::of)
+    }
+
+    /// Runs one step on the core's execution with the lock released, then puts it back (also
+    /// when the step panics). A step while another runs is refused: `InvalidInput` naming
+    /// `execution`, nothing changed.
+    fn with_inner<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&mut hc::Execution<Arc<hc::Policy>>) -> R,
+    ) -> PyResult<R> {
+        struct PutBack<'a> {
+            ex: &'a Execution,
+            inner: Option<hc::Execution<Arc<hc::Policy>>>,
+        }
+        impl Drop for PutBack<'_> {
+            fn drop(&mut self) {
+                self.ex.cell().inner = self.inner.take();
+            }
+        }
+        let inner = {
+            let mut c = self.cell();
+            let Some(inner) = c.inner.take() else {
+                return Err(convert::input_error(
+                    py,
+                    hc::InputError {
+                        field: "execution".to_owned(),
+                        rule: IN_USE.to_owned(),
+                    },
+                ));
+            };
+            c.seen = Seen::of(&inner);
+            inner
+        };
+        let mut guard = PutBack {
+            ex: self,
+            inner: Some(inner),
+        };
+        Ok(f(guard.inner.as_mut().expect("just taken out")))
     }
 }
 
@@ -346,57 +439,49 @@ impl Execution {
         };
         let shared = policy.get().shared();
         let inner = hc::Execution::new(shared, config).map_err(|e| convert::config_error(py, e))?;
-        Ok(Execution {
-            inner,
-            policy: policy.unbind(),
-        })
+        Ok(Execution::with_cell(inner, policy.unbind()))
     }
 
     /// A new call, not started, with this execution's policy and limits (what a helper makes
     /// for each call; no argument is converted again).
     fn fresh(&self, py: Python<'_>) -> PyResult<Self> {
         let policy = self.policy.bind(py).get().shared();
-        let inner =
-            hc::Execution::new(policy, *self.inner.config()).map_err(|e| convert::config_error(py, e))?;
-        Ok(Execution {
-            inner,
-            policy: self.policy.clone_ref(py),
-        })
+        let inner = hc::Execution::new(policy, self.config).map_err(|e| convert::config_error(py, e))?;
+        Ok(Execution::with_cell(inner, self.policy.clone_ref(py)))
     }
 
     /// Starts the call, or the next attempt after a wait: an `AttemptPlan`, a `WaitPlan` (the
     /// breaker is open; sleep, then ask again) or the `Verdict` (a first attempt refused at
     /// once, a retry that would wait past the budget or the total timeout). Once finished it
     /// returns the verdict again.
-    fn next_step(&mut self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn next_step(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let step = self
-            .inner
-            .next_step()
+            .with_inner(py, |e| e.next_step())?
             .map_err(|e| convert::holdoff_error(py, e))?;
-        self.step(py, step)
+        step_out(py, step)
     }
 
     /// Reports what the attempt came to: `"returned"` with the outcome its value means
     /// (`Outcome.SUCCESS` unless a result classifier says otherwise), `"raised"` with the
     /// outcome its exception means (`FAILURE` for a transport error, `TIMEOUT`, a retry-later,
-    /// `ANSWER` for a final answer), `"cancelled"` (the caller's own cancellation; at or after
-    /// the attempt's limit it is recorded as a timeout) or `"bug"` (a programming error:
-    /// recorded as cancelled, moves nothing, the call ends with `rethrow`). Returns the
-    /// `WaitPlan` before the next attempt or the `Verdict`. Arguments are checked before the
-    /// attempt is touched (`InputTypeError` / `InvalidInput`).
+    /// `ANSWER` for a final answer), `"cancelled"` (the caller's own cancellation: the call
+    /// ends with the `cancelled` verdict, never retried; at or after the attempt's limit the
+    /// breaker records the attempt as a timeout; so does an outcome `CANCELLED`) or `"bug"` (a
+    /// programming error: recorded as cancelled, moves nothing, the call ends with `rethrow`).
+    /// Returns the `WaitPlan` before the next attempt or the `Verdict`. Arguments are checked
+    /// before the attempt is touched (`InputTypeError` / `InvalidInput`).
     #[pyo3(signature = (attempted, outcome = None))]
     fn complete(
-        &mut self,
+        &self,
         py: Python<'_>,
         attempted: &Bound<'_, PyAny>,
         outcome: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let attempted = attempted_arg(attempted, outcome)?;
         let step = self
-            .inner
-            .complete(attempted)
+            .with_inner(py, |e| e.complete(attempted))?
             .map_err(|e| convert::holdoff_error(py, e))?;
-        self.step(py, step)
+        step_out(py, step)
     }
 
     /// Reports an HTTP response: the policy's classifier reads (status, headers) at this one
@@ -407,7 +492,7 @@ impl Execution {
     /// cannot be read raise `InputTypeError` before the attempt is touched.
     #[pyo3(signature = (status, headers = None))]
     fn complete_response(
-        &mut self,
+        &self,
         py: Python<'_>,
         status: &Bound<'_, PyAny>,
         headers: Option<&Bound<'_, PyAny>>,
@@ -416,10 +501,11 @@ impl Execution {
         let h = http::headers(headers)?;
         let refused = hc::check_status(status).err();
         let step = self
-            .inner
-            .complete_response(status, h.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            .with_inner(py, |e| {
+                e.complete_response(status, h.iter().map(|(n, v)| (n.as_str(), v.as_str())))
+            })?
             .map_err(|e| convert::holdoff_error(py, e))?;
-        let step = self.step(py, step)?;
+        let step = step_out(py, step)?;
         match refused {
             Some(e) => Err(convert::input_error(py, e)),
             None => Ok(step),
@@ -427,41 +513,43 @@ impl Execution {
     }
 
     /// The caller cancelled outside an attempt (during a wait): the call ends with the
-    /// `cancelled` verdict. During an attempt it records the attempt as cancelled. Once
+    /// `cancelled` verdict, and a retry the quota paid for gives its tokens back. During an
+    /// attempt it records the attempt as cancelled (at or after its limit: a timeout). Once
     /// finished, returns the verdict unchanged.
-    fn cancel(&mut self, py: Python<'_>) -> PyResult<Py<Verdict>> {
-        verdict(py, self.inner.cancel())
+    fn cancel(&self, py: Python<'_>) -> PyResult<Py<Verdict>> {
+        let v = self.with_inner(py, |e| e.cancel())?;
+        verdict(py, v)
     }
 
     /// Attempts admitted so far.
     #[getter]
     fn attempts(&self) -> u32 {
-        self.inner.attempts()
+        self.seen().attempts
     }
 
     /// The outcome the last completed attempt was recorded as (an after-attempt hook shows
     /// it), or `None`.
     #[getter]
     fn last_outcome(&self) -> Option<Outcome> {
-        self.inner.last_outcome().map(|inner| Outcome { inner })
+        self.seen().last_outcome.map(|inner| Outcome { inner })
     }
 
     /// The verdict once the call is over, else `None`.
     #[getter]
     fn verdict(&self, py: Python<'_>) -> PyResult<Option<Py<Verdict>>> {
-        self.inner.verdict().map(|v| verdict(py, v)).transpose()
+        self.seen().verdict.map(|v| verdict(py, v)).transpose()
     }
 
     /// The attempt timeout, seconds (`None`: no limit).
     #[getter]
     fn attempt_timeout(&self) -> Option<f64> {
-        self.inner.config().attempt_timeout.map(secs_out)
+        self.config.attempt_timeout.map(secs_out)
     }
 
     /// The total timeout, seconds (`None`: no limit).
     #[getter]
     fn total_timeout(&self) -> Option<f64> {
-        self.inner.config().total_timeout.map(secs_out)
+        self.config.total_timeout.map(secs_out)
     }
 
     #[getter]
@@ -474,11 +562,11 @@ impl Execution {
     }
 
     fn __repr__(&self) -> String {
+        let s = self.seen();
         format!(
             "Execution(attempts={}, verdict={})",
-            self.inner.attempts(),
-            self.inner
-                .verdict()
+            s.attempts,
+            s.verdict
                 .map_or_else(|| "None".to_owned(), |v| format!("'{}'", v.name()))
         )
     }

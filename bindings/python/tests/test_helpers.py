@@ -140,19 +140,23 @@ def test_a_sync_attempt_that_overran_its_limit_counts_as_what_it_did() -> None:
         w.retrying(attempt_timeout=1).call(slow_error)
     assert isinstance(e.value.__cause__, ConnectionResetError)
     assert w.attempts == [(1, False, 1.0, "failure")]
-    # A cancellation at or after the limit is the limit's doing: a timeout (the core's rule).
+    # The caller's cancellation after the limit ends the call all the same (never retried);
+    # the breaker records the attempt as the timeout it was.
     w = World(max_retries=1)
     calls = []
+    stop = KeyboardInterrupt()
 
     def interrupted() -> str:
         calls.append(1)
         if len(calls) == 1:
-            w.clock.advance(1)
-            raise KeyboardInterrupt
+            w.clock.advance(2.5)
+            raise stop
         return "second"
 
-    assert w.retrying(attempt_timeout=1).call(interrupted) == "second"
-    assert [a[3] for a in w.attempts] == ["timeout", "success"]
+    with pytest.raises(KeyboardInterrupt) as e:
+        w.retrying(attempt_timeout=2).call(interrupted)
+    assert e.value is stop and calls == [1] and w.slept == []
+    assert [a[3] for a in w.attempts] == ["timeout"]
 
 
 # -- hooks --------------------------------------------------------------------------------------

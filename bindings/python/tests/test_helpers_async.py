@@ -185,23 +185,26 @@ def test_a_cancellation_during_a_wait_ends_the_call() -> None:
     assert w.breaker.snapshot().failures == 1
 
 
-def test_a_cancellation_at_the_limit_is_a_timeout() -> None:
+def test_the_callers_cancellation_at_the_limit_ends_the_call() -> None:
+    # The caller cancels just as the limit passes (the timer has not run yet): the call ends
+    # with the caller's cancellation, still requested; the breaker records a timeout.
     w = World(max_retries=1)
-    first = [True]
+    calls: List[float] = []
 
     async def fetch() -> str:
-        if first.pop() if first else False:
-            await asyncio.sleep(1)
-            task = asyncio.current_task()
-            assert task is not None
-            task.cancel()  # the caller's cancellation, just as the limit passes
-            await asyncio.sleep(0)
+        calls.append(w.clock.now())
+        await asyncio.sleep(1)
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()  # the caller's cancellation, just as the limit passes
+        await asyncio.sleep(0)
         return "ok"
 
-    async def main() -> str:
-        got = await w.retrying(attempt_timeout=1, async_sleep=injected_sleep).call_async(fetch)
-        assert cancelling(asyncio.current_task()) == 0  # type: ignore[arg-type]
-        return got
+    async def main() -> int:
+        with pytest.raises(asyncio.CancelledError):
+            await w.retrying(attempt_timeout=1, async_sleep=injected_sleep).call_async(fetch)
+        return cancelling(asyncio.current_task())  # type: ignore[arg-type]
 
-    assert run(w.clock, main()) == "ok"
-    assert [(a[3], a[4]) for a in w.attempts] == [("timeout", 1.0), ("success", 1.5)]
+    assert run(w.clock, main()) == 1
+    assert calls == [0.0]
+    assert [(a[3], a[4]) for a in w.attempts] == [("timeout", 1.0)]

@@ -57,7 +57,8 @@ def classify_exception(exc: BaseException) -> Optional[Outcome]:
       ``aiohttp.ServerTimeoutError`` -> ``Outcome.TIMEOUT`` (the quota charges its
       ``timeout_cost``)
     * ``asyncio.CancelledError``, ``KeyboardInterrupt``, ``SystemExit`` -> ``Outcome.CANCELLED``
-      (the caller's cancellation: never retried, moves nothing)
+      (the caller's cancellation: it ends the call, never retried; the helpers do not ask a
+      classifier about these, nor about any other exception that is not an ``Exception``)
     * ``ConnectionError`` and every other ``OSError`` (``requests``' and ``urllib``'s errors
       are), ``httpx.TransportError``, ``aiohttp.ClientConnectionError`` -> ``Outcome.FAILURE``
     * anything else (``AttributeError``, ``TypeError``, ``KeyError``, ...) -> ``None``: a

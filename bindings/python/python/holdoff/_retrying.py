@@ -31,10 +31,10 @@ from typing import (
 )
 
 from ._classify import classify_exception
-from ._errors import AttemptTimeoutError, BreakerOpen, GiveUp, InvalidInput
+from ._errors import AttemptTimeoutError, BreakerOpen, GiveUp, InputTypeError, InvalidInput
 from ._holdoff import DEFAULT_TOTAL_TIMEOUT, AttemptPlan, Execution, Outcome, Verdict, WaitPlan
 from ._holdoff import Policy as _Policy
-from ._timer import AttemptTimer, uncancel
+from ._timer import AttemptTimer, sleeping
 
 __all__ = ["Attempt", "Retrying", "retrying", "call", "call_async"]
 
@@ -51,9 +51,26 @@ Headers = Union[Mapping[str, str], Any]
 
 _SUCCESS = Outcome.SUCCESS
 _TIMEOUT = Outcome.TIMEOUT
-_CANCELLED = Outcome.CANCELLED
+_OUTCOME_NAMES = frozenset(("success", "answer", "failure", "timeout", "cancelled"))
 _UNSET: Any = object()
 _NOT_ENTERED = "use each attempt as a context manager: `with attempt: ...`"
+
+
+def _checked(outcome: Any, field: str) -> OutcomeLike:
+    """A classifier's answer, which must be an :class:`Outcome` or its name: anything else is
+    the classifier's bug, an ``InputTypeError`` (a ``TypeError``) naming the classifier."""
+    if isinstance(outcome, Outcome) or (type(outcome) is str and outcome in _OUTCOME_NAMES):
+        return cast(OutcomeLike, outcome)
+    raise InputTypeError(
+        field, f"must return a holdoff.Outcome or its name (success, answer, failure, timeout, "
+               f"cancelled), not {outcome!r}")
+
+
+def _discard(awaitable: Any) -> None:
+    """Closes an awaitable that will not be awaited (no "never awaited" warning)."""
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
 
 
 class Attempt:
@@ -122,35 +139,54 @@ class Attempt:
         if self._task is not None:
             limit = self.plan.time_limit
             if limit is not None:
-                self._timer = AttemptTimer(self._task, limit, self._owner.async_sleep)
+                try:
+                    self._timer = AttemptTimer(self._task, limit, self._owner.async_sleep)
+                except BaseException:
+                    # The helper's own sleeper failed before the block ran: a programming
+                    # error, reported as one (never as a cancellation), and it propagates.
+                    self._next = self._ex.complete("bug")
+                    self._after()
+                    raise
         return self
 
     def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
-        fired = False
-        if self._timer is not None:
-            fired = self._timer.disarm()
+        fired = caller = False
+        failed: Optional[BaseException] = None
+        timer = self._timer
+        if timer is not None:
             self._timer = None
-        step = self._next = self._report(exc, fired)
+            fired = timer.disarm()  # the timer's own cancellation, and only it, taken back
+            failed = timer.error
+            # The caller cancelled too (in the timer's turn, or after it): the caller's.
+            caller = fired and timer.caller_cancelled()
+        step = self._next = self._report(exc, fired, failed, caller)
         if type(step) is not Verdict:
-            # A wait, then the next attempt: an exception is suppressed. A cancellation the
-            # core recorded as a timeout (it came at the attempt's limit) is taken back.
-            if self._task is not None and isinstance(exc, asyncio.CancelledError) and not fired:
-                uncancel(self._task)
-            return True
+            return True  # a wait, then the next attempt: the attempt's exception is suppressed
         kind = step.kind
         if kind == "return" or (exc is not None and kind in ("rethrow", "cancelled")):
             return False
         raise self._owner._verdict_error(step, self)
 
-    def _report(self, exc: Optional[BaseException], fired: bool) -> Any:
-        """Tells the core what this attempt came to; returns its next step. Anything raised on
-        the way (a classifier, a response without ``status_code``, an outcome the core refuses)
-        is a programming error: the attempt is recorded as one (moving nothing), and it
-        propagates."""
+    def _report(self, exc: Optional[BaseException], fired: bool,
+                failed: Optional[BaseException], caller: bool) -> Any:
+        """Tells the core what this attempt came to; returns its next step. The caller's own
+        cancellation (``KeyboardInterrupt``, ``SystemExit``, a ``CancelledError`` not the
+        timer's: any exception that is not an ``Exception``) ends the call; no classifier is
+        asked. Anything raised on the way (a classifier, a response without ``status_code``, an
+        outcome the core refuses, the timer's sleeper) is a programming error: the attempt is
+        recorded as one (moving nothing), and it propagates."""
         owner = self._owner
         ex = self._ex
         try:
-            if fired:
+            if caller or (exc is not None and not isinstance(exc, Exception)
+                          and not (fired and isinstance(exc, asyncio.CancelledError))):
+                # The caller's cancellation: never retried (at or after the attempt's limit
+                # the breaker records a timeout).
+                self._error = exc
+                step = ex.complete("cancelled")
+            elif failed is not None:
+                raise failed
+            elif fired:
                 step = self._timed_out(None)
             elif exc is None:
                 # A sync attempt that ran past its limit (it cannot be interrupted) is what it
@@ -164,29 +200,36 @@ class Attempt:
                 elif owner.http:
                     step = ex.complete_response(self._value.status_code, self._value.headers)
                 elif owner.classify_result is not None:
-                    step = ex.complete("returned", owner.classify_result(self._value))
+                    step = ex.complete("returned", _checked(
+                        owner.classify_result(self._value), "classify_result"))
                 else:
                     step = ex.complete("returned", _SUCCESS)
             else:
                 self._error = exc
-                outcome = owner.classify_exception(exc)
-                if outcome is None:
+                said = owner.classify_exception(exc)
+                if said is None:
                     step = ex.complete("bug")
-                elif outcome is _CANCELLED or outcome == "cancelled":
-                    # The core records a cancellation at or after the limit as a timeout.
-                    step = ex.complete("cancelled")
                 else:
-                    step = ex.complete("raised", outcome)
+                    step = ex.complete("raised", _checked(said, "classify_exception"))
         except BaseException:
             if ex.verdict is None:
-                with contextlib.suppress(InvalidInput):  # already recorded
+                with contextlib.suppress(InvalidInput):  # already recorded, or in use
                     ex.complete("bug")
-            if owner.after_attempt is not None:
-                owner.after_attempt(self.plan, cast(Outcome, ex.last_outcome))
+            self._after()
             raise
-        if owner.after_attempt is not None:
-            owner.after_attempt(self.plan, cast(Outcome, ex.last_outcome))
+        self._after()
         return step
+
+    def _after(self) -> None:
+        """The after-attempt hook, with the outcome the core recorded. A hook that raises ends
+        the call with its exception: a retry already paid for is given back."""
+        hook = self._owner.after_attempt
+        if hook is not None:
+            try:
+                hook(self.plan, cast(Outcome, self._ex.last_outcome))
+            except BaseException:
+                self._ex.cancel()
+                raise
 
     def _timed_out(self, cause: Optional[BaseException]) -> Any:
         error = AttemptTimeoutError(self.plan.number, cast(float, self.plan.time_limit))
@@ -214,7 +257,8 @@ class Retrying:
     * ``after_attempt(plan, outcome)``: called after each attempt with its
       :class:`AttemptPlan` and the :class:`Outcome` it was recorded as.
     * ``classify_exception(exc)``: an exception's outcome, or ``None`` for a programming error
-      (default :func:`holdoff.classify_exception`).
+      (default :func:`holdoff.classify_exception`). It sees only instances of ``Exception``:
+      the caller's own cancellation is never classified (see below).
     * ``classify_result(value)``: a returned value's outcome (default: success).
     * ``http=True``: returned values are HTTP responses (``status_code`` and ``headers``, as
       ``requests`` and ``httpx`` responses have), classified by the policy's classifier.
@@ -224,18 +268,35 @@ class Retrying:
     classified as a success, a programming error: unretried, it moves nothing; the caller's
     cancellation); :class:`BreakerOpen` when the breaker refuses (a first attempt, or a retry it
     keeps waiting past the budget); :class:`GiveUp` for any other give-up (past the total
-    timeout its ``retry_after`` is the breaker's next probe). Both are :class:`UpstreamUnavailable`, with the last exception as ``__cause__``
-    or the last value as ``result``. A response whose status is not a status (above 999)
-    raises :class:`InvalidInput` naming ``status``.
+    timeout its ``retry_after`` is the breaker's next probe). Both are
+    :class:`UpstreamUnavailable`, with the last exception as ``__cause__`` or the last value as
+    ``result``. A response whose status is not a status (above 999) raises
+    :class:`InvalidInput` naming ``status``.
+
+    The caller's own cancellation (``KeyboardInterrupt``, ``SystemExit``, the task's
+    ``CancelledError``: any exception that is not an ``Exception``), during an attempt or a
+    wait, always ends the call and propagates unchanged: it is never retried, never classified,
+    and its cancellation request is never taken back (if it comes at or after the attempt's
+    limit, the breaker records that attempt as a timeout). A retry already paid for by the
+    quota and then not made gives its tokens back.
 
     Async attempts are cut at their time limit (:class:`AttemptTimeoutError`, recorded as a
-    timeout). Sync attempts cannot be interrupted: one that runs past its limit counts as what it
-    returned or raised (a cancellation at or after the limit is a timeout), and the total timeout
-    still bounds the waits.
+    timeout); only the timer's own cancellation is taken back (``Task.uncancel``). A caller who
+    cancels in the same event-loop turn as the timer, or after it, gets the cancellation (from
+    Python 3.11, which counts cancellation requests). Sync attempts cannot be interrupted: one
+    that runs past its limit counts as what it returned or raised, and the total timeout still
+    bounds the waits.
 
     Use it as a decorator (sync or ``async def``), call :meth:`call` / :meth:`call_async`, or
-    iterate: ``for attempt in retrying: with attempt: ...``. Hooks and classifiers that raise
-    end the call with their exception (a probe is never held).
+    iterate: ``for attempt in retrying: with attempt: ...``. Hooks, classifiers and sleepers
+    that fail end the call with their exception (a probe is never held, a retry paid for is
+    given back); a failure while reporting an attempt records it as a programming error
+    (moving nothing), and ``after_attempt`` still sees it. A classifier that returns something
+    other than an :class:`Outcome` or its name raises :class:`InputTypeError` naming it; a
+    sleeper of the wrong kind (``sleep`` returning an awaitable, ``async_sleep`` returning none)
+    a ``TypeError`` naming it, when the helper is made where it can be told then (a coroutine
+    function as ``sleep``, ``time.sleep`` as ``async_sleep``), else before the attempt it would
+    time or at the wait.
     """
 
     def __init__(
@@ -268,6 +329,13 @@ class Retrying:
         for name, fn in optional:
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable or None, not {type(fn).__name__}")
+        # What can be told before the first attempt: a sleeper of the wrong kind.
+        if inspect.iscoroutinefunction(sleep):
+            raise TypeError("sleep must block, not be a coroutine function (give it as "
+                            "async_sleep)")
+        if async_sleep is cast(Any, time.sleep):
+            raise TypeError("async_sleep must return an awaitable; time.sleep blocks (give it "
+                            "as sleep)")
         if not isinstance(http, bool):
             raise TypeError(f"http must be a bool, not {type(http).__name__}")
         if classify_result is not None and http:
@@ -309,15 +377,21 @@ class Retrying:
                     raise
                 step = attempt._next
                 if step is None:  # the block never went through `with attempt:`
-                    raise self._not_entered(ex)
+                    raise self._not_entered(attempt)
                 if type(step) is Verdict:  # the attempt's exit surfaced it
                     return
             elif type(step) is WaitPlan:
-                if self.before_sleep is not None:
-                    self.before_sleep(step)
                 try:
-                    self.sleep(step.delay)
-                except BaseException:  # the caller's cancellation (KeyboardInterrupt)
+                    if self.before_sleep is not None:
+                        self.before_sleep(step)
+                    slept = self.sleep(step.delay)
+                    if slept is not None and inspect.isawaitable(slept):
+                        _discard(slept)
+                        raise TypeError("sleep must block, not return an awaitable (give an "
+                                        "async sleeper as async_sleep)")
+                except BaseException:
+                    # The caller's cancellation (KeyboardInterrupt), or a hook or sleeper that
+                    # failed: the call ends, and the retry it paid for is given back.
                     ex.cancel()
                     raise
                 step = ex.next_step()
@@ -341,15 +415,17 @@ class Retrying:
                     raise
                 step = attempt._next
                 if step is None:  # the block never went through `with attempt:`
-                    raise self._not_entered(ex)
+                    raise self._not_entered(attempt)
                 if type(step) is Verdict:  # the attempt's exit surfaced it
                     return
             elif type(step) is WaitPlan:
-                if self.before_sleep is not None:
-                    self.before_sleep(step)
                 try:
-                    await self.async_sleep(step.delay)
-                except BaseException:  # the caller's cancellation
+                    if self.before_sleep is not None:
+                        self.before_sleep(step)
+                    await sleeping(self.async_sleep, step.delay)
+                except BaseException:
+                    # The caller's cancellation, or a hook or sleeper that failed: the call
+                    # ends, and the retry it paid for is given back.
                     ex.cancel()
                     raise
                 step = ex.next_step()
@@ -359,8 +435,9 @@ class Retrying:
     # -- what the loops share: a misused attempt, a verdict's exception --------------------------
 
     @staticmethod
-    def _not_entered(ex: Execution) -> RuntimeError:
-        ex.complete("bug")
+    def _not_entered(attempt: Attempt) -> RuntimeError:
+        attempt._next = attempt._ex.complete("bug")
+        attempt._after()
         return RuntimeError(_NOT_ENTERED)
 
     def _verdict_error(self, v: Verdict, a: Optional[Attempt]) -> BaseException:
