@@ -565,7 +565,11 @@ export interface ExecuteOptions<T> {
   totalTimeoutMs?: number | null
   /**
    * The timer behind waits and attempt limits (default `sleep`, on `setTimeout`): resolve after
-   * `ms` on the clock the policy reads, reject with `signal.reason` when `signal` aborts.
+   * `ms` on the clock the policy reads, reject with `signal.reason` when `signal` aborts. It must
+   * wait: one that returns at once makes every attempt time out at once and the retry loop spin
+   * until the total timeout. One that throws or rejects by itself is a programming error: the
+   * attempt is abandoned (its signal aborted), recorded as cancelled, and the call rejects with
+   * that error.
    */
   sleep?: (ms: number, signal?: AbortSignal) => PromiseLike<void> | void
   /**
@@ -578,7 +582,10 @@ export interface ExecuteOptions<T> {
   classifyResult?: (value: T) => Outcome
   /** Called before each wait. */
   onRetry?: (info: RetryInfo) => void
-  /** Called after each attempt. */
+  /**
+   * Called after each attempt, once recorded; also when the helper failed reporting it (a
+   * classifier that threw, a response without a numeric status), which is then `'cancelled'`.
+   */
   onAttempt?: (info: AttemptInfo) => void
 }
 

@@ -936,6 +936,12 @@ function isTimeoutError(e) {
   return e instanceof DOMException && e.name === 'TimeoutError'
 }
 
+// How many `fetch failed` wrappers the default classification looks through for the cause that
+// says which (fetch wraps once; a chain this long, or a cycle, is a failure).
+const MAX_FETCH_CAUSES = 8
+
+const isFetchFailed = (e) => e instanceof TypeError && e.message === 'fetch failed'
+
 /**
  * The default classification of an error an attempt threw (the caller's cancellation and the
  * attempt's own time limit are decided before): a network error is a `'failure'`, a timeout a
@@ -945,8 +951,20 @@ function defaultOutcome(e) {
   if (e instanceof RetryLaterError) return { retryLaterMs: e.retryLaterMs }
   if (e === null || typeof e !== 'object') return IS_BUG
   if (isTimeoutError(e)) return 'timeout'
-  // fetch wraps every network error in this TypeError; its cause says which.
-  if (e instanceof TypeError && e.message === 'fetch failed') return defaultOutcome(e.cause) === 'timeout' ? 'timeout' : 'failure'
+  if (isFetchFailed(e)) {
+    // fetch wraps every network error in this TypeError; its cause says which. The walk is
+    // bounded: a cause can be the error itself, or a longer cycle.
+    let cause = e
+    for (let i = 0; i < MAX_FETCH_CAUSES && isFetchFailed(cause); i++) cause = cause.cause
+    return cause !== null && typeof cause === 'object' && !isFetchFailed(cause) && (isTimeoutError(cause) || codeOutcome(cause) === 'timeout')
+      ? 'timeout'
+      : 'failure'
+  }
+  return codeOutcome(e)
+}
+
+// An error by its `code`: a system or undici error, else a programming error.
+function codeOutcome(e) {
   const code = e.code
   if (typeof code !== 'string') return IS_BUG
   if (code === 'ETIMEDOUT' || UNDICI_TIMEOUT.test(code)) return 'timeout'
@@ -1017,7 +1035,9 @@ const BROKEN_SLEEP = 3 // the sleep behind its time limit failed
  * does (with its reason) or when `limitMs` (Infinity: none) runs out on `sleep`'s timer (with a
  * `TimeoutError` DOMException). Settles with `{ value }`, `{ threw, error }` or, when the signal
  * aborted first, `{ threw, error: signal.reason, ended }`: an operation that ignores its signal
- * is not waited for. Rejects only when `sleep` throws.
+ * is not waited for. A `sleep` that throws or rejects by itself (not aborted) is broken: the
+ * attempt is abandoned, its signal aborted with that error, and it settles with `{ threw, error,
+ * ended: BROKEN_SLEEP }` (`fn` not called when `sleep` throws at once). Never rejects.
  */
 function runAttempt(fn, limitMs, signal, sleepOption) {
   return new Promise((resolve) => {
@@ -1032,12 +1052,18 @@ function runAttempt(fn, limitMs, signal, sleepOption) {
       cancelTimer?.()
       resolve(r)
     }
-    // Only these two abort the attempt's signal, so they settle it themselves (a listener on
-    // the attempt's own signal would cost an EventTarget registration per attempt).
+    // Only these abort the attempt's signal, so they settle it themselves (a listener on the
+    // attempt's own signal would cost an EventTarget registration per attempt).
     const abort = (reason, ended) => {
       if (settled) return
       ac.abort(reason)
       settle({ threw: true, error: own.reason, ended })
+    }
+    const broken = (error) => {
+      if (settled) return
+      // The attempt is abandoned: the operation must not run on with a live signal.
+      ac.abort(error)
+      settle({ threw: true, error, ended: BROKEN_SLEEP })
     }
     const onCaller = () => abort(signal.reason, ABORTED)
     if (limitMs !== Infinity) {
@@ -1045,12 +1071,17 @@ function runAttempt(fn, limitMs, signal, sleepOption) {
       if (sleepOption === undefined) {
         cancelTimer = startTimer(limitMs, expire)
       } else {
-        // A sleep that throws or rejects by itself (not aborted) is broken: the attempt ends with
-        // its error, which the helper rethrows.
         const timer = new AbortController()
         cancelTimer = () => timer.abort()
-        Promise.resolve(sleepOption(limitMs, timer.signal)).then(expire, (error) => {
-          if (!timer.signal.aborted) settle({ threw: true, error, ended: BROKEN_SLEEP })
+        let slept
+        try {
+          slept = sleepOption(limitMs, timer.signal)
+        } catch (error) {
+          broken(error)
+          return
+        }
+        Promise.resolve(slept).then(expire, (error) => {
+          if (!timer.signal.aborted) broken(error)
         })
       }
     }
@@ -1200,23 +1231,52 @@ class Policy {
     const breaker = this.#breaker
     const wait = o.sleep ?? sleep
     let last
-    let attempting = false
+    // The last step the core gave (see src/execution.rs): > 0 an attempt in progress until it is
+    // reported, STEP_WAIT a wait, <= -2 finished.
+    let step
     try {
-      let step = native.execNext(exec)
+      step = native.execNext(exec)
       breaker._deliver()
       for (;;) {
         if (step > 0) {
-          attempting = true
           const plan = o.onAttempt === undefined ? 0 : native.execPlan(exec)
           last = await runAttempt(fn, step, signal, o.sleep)
-          step = this.#complete(exec, last, o, signal, http)
-          attempting = false
+          let failed = false
+          let failure
+          try {
+            step = this.#complete(exec, last, o, signal, http)
+          } catch (e) {
+            // The helper could not report the attempt (a classifier threw or answered nonsense,
+            // a response without a numeric status, a broken sleep): a programming error. The
+            // attempt moves nothing (a cancel would be recorded as a timeout past its limit).
+            failed = true
+            failure = e
+            step = native.execComplete(exec, BUG, 0, 0)
+          }
           breaker._deliver()
           if (o.onAttempt !== undefined) {
             const a = { attempt: Math.floor(plan / 2), probe: plan % 2 === 1, outcome: OUTCOMES[native.execLastOutcome(exec)] }
             if (last.threw) a.error = last.error
-            o.onAttempt(a)
+            if (!failed) {
+              o.onAttempt(a)
+            } else {
+              // The helper's own failure is what the caller gets, whatever the hook does.
+              try {
+                o.onAttempt(a)
+              } catch {
+                // the failure above propagates
+              }
+            }
           }
+          if (failed) {
+            if (http && !last.threw) discard(last.value)
+            throw failure
+          }
+        } else if (step === STEP_WAIT && signal?.aborted) {
+          // The caller cancelled (an attempt that came to a value or a timeout as it did):
+          // nothing more is made, and the retry's tokens go back.
+          step = native.execCancel(exec)
+          breaker._deliver()
         } else if (step === STEP_WAIT && !resendable) {
           step = native.execStop(exec)
         } else if (step === STEP_WAIT) {
@@ -1225,11 +1285,18 @@ class Policy {
           if (o.onRetry !== undefined) {
             o.onRetry({ attempt: w.attempts, delayMs: w.delayMs, source: w.source, capped: w.capped, serverDelayMs: w.serverDelayMs })
           }
+          // A sleep that resolves at once (it must wait) would spin this loop on microtasks and
+          // starve the event loop: such a wait gets one turn of the event loop.
+          let turned = o.sleep === undefined
+          const tick = turned ? undefined : setImmediate(() => (turned = true))
           try {
             await wait(w.delayMs, signal)
           } catch (e) {
             if (!signal?.aborted) throw e
+          } finally {
+            if (tick !== undefined) clearImmediate(tick)
           }
+          if (!turned) await new Promise(setImmediate)
           // A sleep that ignores the signal is told here.
           step = signal?.aborted ? native.execCancel(exec) : native.execNext(exec)
           breaker._deliver()
@@ -1238,25 +1305,30 @@ class Policy {
         }
       }
     } finally {
-      if (attempting) {
-        // The attempt's result could not be reported (a classifier, a response or a sleep
-        // threw): it is recorded as cancelled, so a probe frees its slot at once.
+      if (step > 0) {
+        // An attempt never reported (unreachable: runAttempt never rejects): a programming error.
+        native.execComplete(exec, BUG, 0, 0)
+        breaker._deliver()
+      } else if (step === STEP_WAIT) {
+        // A hook or the sleep threw during a wait: the retry is not made, its tokens go back.
         native.execCancel(exec)
         breaker._deliver()
       }
     }
   }
 
-  // Reports what the attempt came to; returns the next step.
+  // Reports what the attempt came to; returns the next step. Throws (a programming error, which
+  // the caller reports as a bug) when it cannot.
   #complete(exec, last, o, signal, http) {
     if (last.ended === BROKEN_SLEEP) throw last.error
-    if (last.ended === TIMED_OUT) return native.execComplete(exec, RAISED, OUTCOME_CODES.timeout, 0)
-    if (last.threw && (last.ended === ABORTED || signal?.aborted)) {
-      // The caller's own cancellation, unless its signal carries a deadline (AbortSignal.timeout).
+    if (last.threw && signal?.aborted) {
+      // The caller's own cancellation ends the call (the core records an attempt at or past its
+      // limit as a timeout), unless its signal carries a deadline (AbortSignal.timeout).
       return isTimeoutError(signal.reason)
         ? native.execComplete(exec, RAISED, OUTCOME_CODES.timeout, 0)
         : native.execComplete(exec, CANCELLED, 0, 0)
     }
+    if (last.ended === TIMED_OUT) return native.execComplete(exec, RAISED, OUTCOME_CODES.timeout, 0)
     if (last.threw) {
       const given = o.classify === undefined ? undefined : o.classify(last.error)
       const outcome = given ?? defaultOutcome(last.error)
@@ -1285,6 +1357,7 @@ class Policy {
       case 'rethrow':
         throw last.error
       case 'cancelled':
+        if (http && last !== undefined && !last.threw) discard(last.value)
         if (signal?.aborted) throw signal.reason
         // A classifier called the attempt cancelled without the caller's signal aborting.
         throw last?.threw ? last.error : new DOMException('the call was cancelled', 'AbortError')

@@ -232,6 +232,144 @@ describe('policy.execute', () => {
   })
 })
 
+describe("the helper's own programming errors", () => {
+  // Each attempt runs past its 1 s limit (the clock moves, the limit's timer has not fired) and
+  // then the helper fails reporting it. A cancel there would be recorded as a timeout (breaker
+  // opened, timeout tokens): the helper reports a bug, which moves nothing, and rethrows.
+  const cases = [
+    ['classify throws', 'execute', () => Promise.reject(netError()), { classify: () => { throw new Error('classify bug') } }, (e) => e.message === 'classify bug'],
+    ['classify answers nonsense', 'execute', () => Promise.reject(netError()), { classify: () => 'great' }, (e) => e instanceof TypeError && e.field === 'outcome'],
+    ['classify answers a negative delay', 'execute', () => Promise.reject(netError()), { classify: () => ({ retryLaterMs: -1 }) }, (e) => e instanceof RangeError],
+    ['classifyResult throws', 'execute', async () => 1, { classifyResult: () => { throw new Error('classifyResult bug') } }, (e) => e.message === 'classifyResult bug'],
+    ['classifyResult answers nonsense', 'execute', async () => 1, { classifyResult: () => 42 }, (e) => e instanceof TypeError && e.field === 'outcome'],
+    ['a status that is not a number', 'executeResponse', async () => ({ status: '200' }), {}, (e) => e instanceof TypeError && e.field === 'response'],
+    ['headers that are not headers', 'executeResponse', async () => ({ status: 503, headers: 5 }), {}, (e) => e instanceof TypeError && e.field === 'headers'],
+  ]
+  for (const [name, helper, op, more, check] of cases) {
+    it(`${name}: rejects with that error, onAttempt sees 'cancelled', the breaker and quota do not move`, async () => {
+      const { policy, clock, timers, opts, attempts, waits } = setup({ breaker: { trip: { threshold: 1 } }, quota: {} })
+      const e = await rejects(timers.run(policy[helper](async () => {
+        clock.advance(2000)
+        return op()
+      }, opts({ attemptTimeoutMs: 1000, ...more }))))
+      assert.ok(check(e), `unexpected error: ${e?.stack ?? e}`)
+      assert.equal(attempts.length, 1, 'onAttempt was called for the attempt')
+      assert.equal(attempts[0].outcome, 'cancelled')
+      assert.deepEqual(waits, [])
+      const s = policy.breaker.snapshot()
+      assert.equal(s.state, 'closed')
+      assert.equal(s.failures, 0)
+      assert.equal(s.opens, 0)
+      assert.equal(policy.quota.available, 500)
+      assert.equal(timers.pending, 0)
+    })
+  }
+
+  it('a hook that throws while the helper fails does not replace its error', async () => {
+    const { policy, timers } = setup()
+    const bug = new Error('classify bug')
+    let called = 0
+    const e = await rejects(timers.run(policy.execute(async () => Promise.reject(netError()), {
+      sleep: timers.sleep,
+      classify: () => {
+        throw bug
+      },
+      onAttempt: () => {
+        called++
+        throw new Error('hook')
+      },
+    })))
+    assert.equal(e, bug)
+    assert.equal(called, 1)
+  })
+
+  it('onRetry or the sleep throwing during a wait: the retry is not made and its tokens go back', async () => {
+    for (const [name, more] of [
+      ['onRetry', { onRetry: () => { throw new Error('boom') } }],
+      ['sleep', { sleep: () => Promise.reject(new Error('boom')), totalTimeoutMs: null }],
+    ]) {
+      const { policy, timers, opts } = setup({ breaker: { trip: { threshold: 100 } }, quota: {} })
+      let calls = 0
+      const e = await rejects(timers.run(policy.execute(async () => {
+        calls++
+        throw netError()
+      }, opts(more))))
+      assert.equal(e.message, 'boom', name)
+      assert.equal(calls, 1, name)
+      assert.equal(policy.quota.available, 500, `${name}: the 5 tokens of the retry went back`)
+      assert.equal(policy.breaker.snapshot().failures, 1, `${name}: the attempt was recorded`)
+    }
+  })
+})
+
+describe('a broken sleep behind the attempt limit', () => {
+  it('rejecting: the attempt is abandoned and its signal aborted; the call rejects with the error, moving nothing', async () => {
+    const { policy, clock, attempts } = setup({ breaker: { trip: { threshold: 1 } }, quota: {} })
+    const boom = new Error('timer broke')
+    let seen
+    const e = await rejects(policy.execute((signal) => {
+      seen = signal
+      return new Promise(() => {}) // hangs, ignoring its signal
+    }, {
+      attemptTimeoutMs: 1000,
+      onAttempt: (a) => attempts.push(a),
+      // The timer fails after the clock passed the limit.
+      sleep: async () => {
+        await null
+        clock.advance(2000)
+        throw boom
+      },
+    }))
+    assert.equal(e, boom)
+    assert.ok(seen.aborted, 'the abandoned attempt\'s signal is aborted')
+    assert.equal(seen.reason, boom)
+    assert.deepEqual(attempts, [{ attempt: 1, probe: false, outcome: 'cancelled', error: boom }])
+    const s = policy.breaker.snapshot()
+    assert.equal(s.state, 'closed')
+    assert.equal(s.opens, 0)
+    assert.equal(policy.quota.available, 500)
+  })
+
+  it('throwing at once: the operation is not called', async () => {
+    const { policy, attempts } = setup({ breaker: { trip: { threshold: 1 } } })
+    const boom = new Error('timer broke')
+    let called = false
+    const e = await rejects(policy.execute(() => {
+      called = true
+    }, {
+      onAttempt: (a) => attempts.push(a),
+      sleep: () => {
+        throw boom
+      },
+    }))
+    assert.equal(e, boom)
+    assert.equal(called, false)
+    assert.deepEqual(attempts.map((a) => a.outcome), ['cancelled'])
+    assert.equal(policy.breaker.snapshot().state, 'closed')
+  })
+
+  it('a sleep that does not wait does not starve the event loop', { timeout: 10_000 }, async () => {
+    // On a clock that never moves, a sleep that returns at once makes every attempt time out and
+    // the breaker's wait never end. The helper must still give the event loop its turns, so the
+    // caller's own (real) timer can cancel the call; a bound on the sleeps ends a loop that spins.
+    const policy = new Policy({ clock: new ManualClock() })
+    const ac = new AbortController()
+    const reason = new Error('enough')
+    let sleeps = 0
+    const e = await rejects(policy.execute(async () => {
+      throw netError()
+    }, {
+      signal: ac.signal,
+      sleep: () => {
+        if (++sleeps === 1) setTimeout(() => ac.abort(reason), 5)
+        if (sleeps > 100_000) throw new Error('the retry loop spun without yielding to the event loop')
+      },
+    }))
+    assert.equal(e, reason)
+    assert.ok(sleeps >= 2, `the call went on to a wait (${sleeps} sleeps)`)
+  })
+})
+
 describe('the default classification', () => {
   const fetchFailed = (cause) => new TypeError('fetch failed', cause === undefined ? undefined : { cause })
   const undici = (code) => Object.assign(new Error(code), { code })
@@ -253,6 +391,19 @@ describe('the default classification', () => {
     ['UND_ERR_HEADERS_TIMEOUT', undici('UND_ERR_HEADERS_TIMEOUT'), 'timeout'],
     ['UND_ERR_BODY_TIMEOUT', undici('UND_ERR_BODY_TIMEOUT'), 'timeout'],
     ['fetch failed (UND_ERR_HEADERS_TIMEOUT)', fetchFailed(undici('UND_ERR_HEADERS_TIMEOUT')), 'timeout'],
+    ['fetch failed (wrapped twice, a timeout)', fetchFailed(fetchFailed(undici('UND_ERR_HEADERS_TIMEOUT'))), 'timeout'],
+    ['fetch failed (its own cause)', (() => {
+      const e = fetchFailed()
+      e.cause = e
+      return e
+    })(), 'failure'],
+    ['fetch failed (a cycle of two)', (() => {
+      const a = fetchFailed()
+      const b = fetchFailed(a)
+      a.cause = b
+      return a
+    })(), 'failure'],
+    ['fetch failed (wrapped deeper than the bound, a timeout)', Array.from({ length: 20 }).reduce((e) => fetchFailed(e), undici('UND_ERR_HEADERS_TIMEOUT')), 'failure'],
     ['a TimeoutError DOMException', new DOMException('late', 'TimeoutError'), 'timeout'],
     ['RetryLaterError', new RetryLaterError(1500), 'retry_later'],
     ['TypeError', new TypeError('x is not a function'), 'bug'],
@@ -457,6 +608,46 @@ describe('cancellation', () => {
     assert.equal(s.probeReady, false, 'it may have reached the upstream: the next probe waits')
     assert.equal(s.retryAfterMs, 30_000)
     assert.equal(s.state, 'half_open')
+  })
+
+  it("the caller's abort after the attempt's limit ends the call: no retry, no tokens, recorded as the timeout it was", async () => {
+    for (const helper of ['execute', 'executeResponse']) {
+      const { policy, clock, timers, opts, attempts, waits } = setup({ breaker: { trip: { threshold: 1 } }, quota: {} })
+      const ac = new AbortController()
+      const reason = new Error('Ctrl-C')
+      let calls = 0
+      const e = await rejects(timers.run(policy[helper]((signal) => new Promise((_, reject) => {
+        calls++
+        signal.addEventListener('abort', () => reject(signal.reason))
+        clock.advance(1500) // past the limit; its timer has not fired yet
+        ac.abort(reason)
+      }), opts({ signal: ac.signal, attemptTimeoutMs: 1000 }))))
+      assert.equal(e, reason, helper)
+      assert.equal(calls, 1, helper)
+      assert.deepEqual(waits, [], `${helper}: onRetry is not called`)
+      assert.deepEqual(attempts.map((a) => a.outcome), ['timeout'], helper)
+      assert.equal(policy.breaker.snapshot().state, 'open', `${helper}: the breaker counts the timeout`)
+      assert.equal(policy.quota.available, 500, `${helper}: no retry was paid for`)
+      assert.equal(timers.pending, 0)
+    }
+  })
+
+  it('an abort between the attempt and its wait makes no wait and gives the tokens back', async () => {
+    const { policy, timers, opts, waits } = setup({ breaker: { trip: { threshold: 100 } }, quota: {} })
+    const ac = new AbortController()
+    const reason = new Error('stop')
+    const seen = []
+    const e = await rejects(timers.run(policy.executeResponse(async () => ({ status: 503, headers: {}, body: { cancel: async () => seen.push('released') } }), opts({
+      signal: ac.signal,
+      onAttempt: (a) => {
+        seen.push(a.outcome)
+        ac.abort(reason)
+      },
+    }))))
+    assert.equal(e, reason)
+    assert.deepEqual(waits, [])
+    assert.deepEqual(seen, ['failure', 'released'], 'the response not handed over is released')
+    assert.equal(policy.quota.available, 500)
   })
 
   it('an operation that ignores the abort is not waited for', async () => {

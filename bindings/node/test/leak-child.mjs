@@ -1,9 +1,9 @@
-// Run by leak.test.mjs as `node --expose-gc test/leak-child.mjs <loop> <scale>`: makes and drops
-// objects in a loop and prints one JSON line, { loop, iterations, before, after }, where before
-// and after are { rss, heapUsed } in bytes (process.memoryUsage()) after a warm-up (a tenth of
-// the loop's total unless it sets its own) and after nine tenths of its total more, each after
-// full collections; iterations counts the measured ones. A child process of its own, so that no
-// other test's garbage or heap growth lands in the measurement.
+// Run by leak.test.mjs as `node --expose-gc --max-semi-space-size=1 test/leak-child.mjs <loop>
+// <scale>`: makes and drops objects in a loop and prints one JSON line, { loop, iterations,
+// before, after }, where before and after are { rss, heapUsed } in bytes (process.memoryUsage())
+// after a warm-up (a tenth of the loop's total unless it sets its own) and after nine tenths of
+// its total more, each after full collections; iterations counts the measured ones. A child
+// process of its own, so that no other test's garbage or heap growth lands in the measurement.
 //
 // The loop lets the event loop turn every 1000 iterations, as any server does: Node runs the
 // finalizers of native handles (which free the Rust objects) from the event loop, so a loop that

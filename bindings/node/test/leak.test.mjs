@@ -15,11 +15,14 @@
 //   calls and groups loops at test size (8.3 at full size), 37 bytes of the policies loop (11 at
 //   full size), below the smallest object a policies iteration makes (a closure or a literal).
 // * RSS, the net for native memory (the Rust objects behind the handles), which heapUsed does
-//   not see. Bound: 4 MiB + 16 bytes an iteration. RSS is noisy in Node (V8 resizes its young
-//   generation, the allocator keeps pages: up to 3 MiB measured without a leak, at either size),
-//   so this catches a native leak only of about 63 bytes an iteration in the calls and groups
-//   loops at test size (21 at full size) and 480 bytes in the policies loop (63 at full size); a
-//   breaker's native state is about 1 KB.
+//   not see. Bound: 4 MiB + 16 bytes an iteration. RSS is noisy in Node: V8 grows its young
+//   generation (1 MiB semi-spaces doubling up to 16 MiB) whenever the allocation rate says so,
+//   which may land in the measured part or not (merely making holdoff.js 5 KB longer moved the
+//   policies loop from about 2 to about 5 MiB), so the children run with their semi-spaces
+//   pinned at 1 MiB (--max-semi-space-size=1); the allocator still keeps pages (up to 3 MiB
+//   measured without a leak, at either size). So this catches a native leak only of about 63
+//   bytes an iteration in the calls and groups loops at test size (21 at full size) and 480 bytes
+//   in the policies loop (63 at full size); a breaker's native state is about 1 KB.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
@@ -37,7 +40,7 @@ const scale = full ? 1 : 0.1
 const child = fileURLToPath(new URL('./leak-child.mjs', import.meta.url))
 
 function measure(loop) {
-  const r = spawnSync(process.execPath, ['--expose-gc', child, loop, String(scale)], {
+  const r = spawnSync(process.execPath, ['--expose-gc', '--max-semi-space-size=1', child, loop, String(scale)], {
     encoding: 'utf8',
     // A hang fails the test instead of stalling the run.
     timeout: full ? 600_000 : 120_000,

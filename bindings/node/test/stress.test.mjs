@@ -226,8 +226,12 @@ describe('stress: one breaker and one quota shared by thousands of async callers
         if (!(e instanceof UpstreamUnavailableError)) throw e
         add(t, `gaveUp.${e.reason}`)
         // The breaker refused an admission (a first attempt, or a retry after its wait), unless
-        // the error came straight from an attempt's decision, which admits nothing.
-        if (e instanceof BreakerOpenError && !afterAttempt) add(t, 'refused')
+        // the error came straight from an attempt's decision, which admits nothing. A retry it
+        // refused after its wait was paid for and never made: its tokens went back.
+        if (e instanceof BreakerOpenError && !afterAttempt) {
+          add(t, 'refused')
+          add(t, 'refunded', lastCost)
+        }
       }
     }
 
