@@ -7,13 +7,13 @@
 //! Retry-After shortened to fit a budget. holdoff fixes each once, here, and every binding
 //! (Python, Node, C, Go, C#, Kotlin) runs this same code and the same conformance suite.
 //!
-//! * [`Breaker`] (`breaker.rs`) with [`TripPolicy`] (`trip.rs`) and [`Backoff`] (`backoff.rs`);
+//! * [`Breaker`] (`breaker/`) with [`TripPolicy`] (`trip.rs`) and [`Backoff`] (`backoff.rs`);
 //!   [`BreakerGroup`] for breakers keyed by upstream.
 //! * [`RetryBudget`] (`budget.rs`): rate-limit episodes, Retry-After cap, counted backoff.
 //! * [`RetryQuota`] (`quota.rs`): a token bucket shared by all callers of an upstream.
 //! * [`parse_retry_after`] (`retry_after.rs`) and the HTTP [`Classifier`] (`http.rs`).
 //! * [`Policy`] (`policy.rs`): breaker + budget + quota for one upstream.
-//! * [`Execution`] (`execution.rs`): the retry loop of one logical call over a policy, as a
+//! * [`Execution`] (`execution/`): the retry loop of one logical call over a policy, as a
 //!   state machine; every language's retry helpers are this loop.
 //!
 //! **Sans-IO**: nothing here sleeps, spawns or reads a clock behind the caller's back. Every

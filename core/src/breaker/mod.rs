@@ -1,0 +1,678 @@
+//! The circuit breaker: closed, open, half-open, plus forced-open and disabled.
+//!
+//! # Contract (docs/contract.md §3; docs/incidents.md, incidents 1 and 2)
+//! * **Trip**: a closed breaker opens when its [`TripPolicy`] says so, or at once on
+//!   [`Outcome::RetryLater`] with a non-zero delay (the provider's own delay, bounded by
+//!   [`BreakerConfig::max_retry_later`]). Each trip from closed starts a new **episode**.
+//! * **Open**: calls are refused with the time until the next probe. The open interval follows
+//!   [`BreakerConfig::open_interval`] and never gives up: one probe per interval for as long as
+//!   the process lives (incident 2: a backoff that stopped after 15 minutes latched a breaker
+//!   open for good).
+//! * **Admission is the only act**: [`Breaker::allow`] both decides and admits. A probe is
+//!   admitted when `now >= eligible_at` (inclusive: incident 1's fake-clock test admits at
+//!   exactly 60 s), and admitting the last allowed probe re-arms the window
+//!   (`eligible_at = now + interval`), so a second caller is refused and a probe that is never
+//!   answered cannot wedge the breaker. [`Breaker::snapshot`] has no side effects, so no
+//!   "ready?" pre-check can spend a probe (incident 2).
+//! * **Recovery is a ramp**: closing needs [`BreakerConfig::recoveries`] consecutive answers to
+//!   current-episode probes, one probe per interval (incident 1: closing on one stray answer
+//!   caused a burst and a re-open seconds later). A success and an *answer* (reachable but not
+//!   a success, such as a 404) count alike; neither closes alone when `recoveries > 1`.
+//! * **Episodes**: every [`Permit`] carries the episode it was admitted under. While open or
+//!   half-open, only the answer to an in-flight probe of the current episode moves recovery.
+//!   Any other failure (a call admitted while closed, a probe of an earlier episode, a probe
+//!   already given up as lost) discards recovery progress; any other success is ignored.
+//!   Asymmetric on purpose (incident 1): stale failures are still evidence the upstream fails,
+//!   stale successes prove nothing about now. While closed, only answers to permits admitted
+//!   since the last trip or reset count.
+//! * **The ramp's pace**: the grown backoff (or a provider's delay) decides when the first probe
+//!   after a failure may go; once a probe is answered, the next probe may go one ramp step after
+//!   that probe's admission: the open interval's first step, or the interval in force if that is
+//!   shorter (a long outage must not cost minutes of refusals after the upstream is back, and a
+//!   short Retry-After keeps its own pace). A failed ramp probe re-opens with the next step of
+//!   the backoff, which grows only while probes fail.
+//! * **Lost probes**: a probe unanswered after `probe_timeout` (by default the interval in
+//!   force when it was admitted) is lost at that deadline, whoever observes it: its slot is free,
+//!   and its later answer or cancellation is stale and moves nothing.
+//! * **A probe spends its interval**: a cancelled probe frees its slot at once, but the window
+//!   it was admitted in stays spent. However callers cancel, the upstream sees at most
+//!   `max_probes_in_flight` probes per open interval.
+//! * **Probes belong to their ramp**: once the breaker has closed, a probe's answer is stale.
+//!
+//! # Cost
+//! While closed under [`TripPolicy::ConsecutiveFailures`], [`Breaker::allow`] and recording a
+//! success are one atomic load each: no lock, no clock reading, no allocation. Everything else
+//! takes a mutex and at most one clock reading.
+//!
+//! # Layout
+//! This file holds the contract and the public types. The breaker's parts, one concept a file:
+//! `word.rs`, the packed state word and the lock-free closed path; `probes.rs`, opening an
+//! episode, admission while open, probe windows and the ramp; `permit.rs`, the permits;
+//! `events.rs`, state changes, their queue and the listener.
+
+mod events;
+mod permit;
+mod probes;
+mod word;
+
+use std::collections::VecDeque;
+// The breaker id counter is a static, so it stays std's under loom (loom atomics are not const).
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use events::{Listener, StateChange, EVENT_QUEUE_CAPACITY};
+pub use permit::{Permit, PermitSlot, RawPermit};
+
+use crate::backoff::{Backoff, Prng};
+use crate::clock::{Clock, Instant, LazyNow};
+use crate::error::{ConfigError, PermitError};
+use crate::sync::{AtomicU64, Mutex, MutexGuard};
+use crate::trip::{TripPolicy, TripWindow};
+use events::Transition;
+use probes::InFlight;
+use word::{pack, word_episode, word_failures};
+
+/// Upper bound on [`BreakerConfig::recoveries`] and [`BreakerConfig::max_probes_in_flight`].
+pub const MAX_PROBES: u32 = 1000;
+
+/// Configuration of one breaker.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct BreakerConfig {
+    /// When the breaker trips. Default: 5 consecutive failures.
+    pub trip: TripPolicy,
+    /// Interval between probes while open: constant or exponential with a cap, optional
+    /// jitter, never giving up. Default: 30 s doubling to 5 min, no jitter (incident 2).
+    pub open_interval: Backoff,
+    /// Consecutive current-episode probe answers needed to close (1..=1000). Default 3
+    /// (incident 1).
+    pub recoveries: u32,
+    /// Probes admitted per interval (1..=1000). Default 1.
+    pub max_probes_in_flight: u32,
+    /// How long an unanswered probe holds its slot; `None` (default) means the open interval in
+    /// force when it was admitted.
+    pub probe_timeout: Option<Duration>,
+    /// Guard on a provider's retry-later delay: longer delays open the breaker for this long
+    /// instead (the event says so). Default 300 s. Must be > 0.
+    pub max_retry_later: Duration,
+    /// Seed of the jitter PRNG.
+    pub seed: u64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            trip: TripPolicy::default(),
+            open_interval: Backoff::exponential(Duration::from_secs(30), 2.0, Duration::from_secs(300)),
+            recoveries: 3,
+            max_probes_in_flight: 1,
+            probe_timeout: None,
+            max_retry_later: Duration::from_secs(300),
+            seed: 0,
+        }
+    }
+}
+
+impl BreakerConfig {
+    /// Checks every field; the error names the field and the rule.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.trip.validate()?;
+        self.open_interval.validate("breaker.open_interval")?;
+        if self.recoveries == 0 || self.recoveries > MAX_PROBES {
+            return Err(ConfigError::new(
+                "breaker.recoveries",
+                "must be between 1 and 1000",
+            ));
+        }
+        if self.max_probes_in_flight == 0 || self.max_probes_in_flight > MAX_PROBES {
+            return Err(ConfigError::new(
+                "breaker.max_probes_in_flight",
+                "must be between 1 and 1000",
+            ));
+        }
+        if self.probe_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(ConfigError::new(
+                "breaker.probe_timeout",
+                "must be greater than 0",
+            ));
+        }
+        if self.max_retry_later.is_zero() {
+            return Err(ConfigError::new(
+                "breaker.max_retry_later",
+                "must be greater than 0",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A breaker's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
+#[repr(u8)]
+pub enum State {
+    /// Calls pass; outcomes are counted by the trip policy.
+    Closed = 0,
+    /// Calls are refused until the next probe is due.
+    Open = 1,
+    /// A probe was admitted in this episode and recovery is under way.
+    HalfOpen = 2,
+    /// Opened by an operator; refuses everything until [`Breaker::reset`].
+    ForcedOpen = 3,
+    /// Admits everything and never trips; outcomes are still counted.
+    Disabled = 4,
+}
+
+impl State {
+    /// The stable name used by the conformance suite: `closed`, `open`, `half_open`,
+    /// `forced_open`, `disabled`.
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Closed => "closed",
+            State::Open => "open",
+            State::HalfOpen => "half_open",
+            State::ForcedOpen => "forced_open",
+            State::Disabled => "disabled",
+        }
+    }
+}
+
+/// What happened to a call, as the breaker needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Outcome {
+    /// The call succeeded.
+    Success,
+    /// The upstream answered, but not with a success, and retrying would not help (a 404, a
+    /// validation error). Proves the upstream is reachable: it resets the consecutive-failure
+    /// count while closed and counts toward recovery like a success.
+    Answer,
+    /// A transient failure: a 5xx, a refused connection, a "blocked" 403 for a provider
+    /// configured that way.
+    Failure,
+    /// The call timed out: a failure for the breaker; it costs more retry quota.
+    Timeout,
+    /// The upstream asked to be left alone for this long (a 429/503 with Retry-After, an
+    /// explicit retry-later error). Opens the breaker at once for that delay (bounded by
+    /// [`BreakerConfig::max_retry_later`]); a zero delay counts as a plain failure.
+    RetryLater(Duration),
+    /// The caller gave up on the call (cancellation, drop): counts for nothing, frees a probe.
+    Cancelled,
+}
+
+impl Outcome {
+    /// The stable name used by the conformance suite.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Answer => "answer",
+            Outcome::Failure => "failure",
+            Outcome::Timeout => "timeout",
+            Outcome::RetryLater(_) => "retry_later",
+            Outcome::Cancelled => "cancelled",
+        }
+    }
+
+    fn is_failure(&self) -> bool {
+        matches!(self, Outcome::Failure | Outcome::Timeout)
+            || matches!(self, Outcome::RetryLater(d) if d.is_zero())
+    }
+}
+
+/// A refused admission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// Time until a call could be admitted; `None` while forced open (until an operator resets).
+    pub retry_after: Option<Duration>,
+    /// The breaker's state when it refused.
+    pub state: State,
+    /// The open episode's number.
+    pub episode: u32,
+}
+
+/// What recording did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// The outcome was counted: it may have moved the breaker.
+    Counted,
+    /// A stale answer (an earlier episode, a call admitted before the open, a lost probe): kept
+    /// in metrics; a stale failure still discards recovery progress.
+    Stale,
+    /// Nothing to count (a cancelled call).
+    Ignored,
+}
+
+impl Effect {
+    /// The stable name used by the conformance suite.
+    pub fn name(self) -> &'static str {
+        match self {
+            Effect::Counted => "counted",
+            Effect::Stale => "stale",
+            Effect::Ignored => "ignored",
+        }
+    }
+}
+
+/// Why the state changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    /// The trip policy opened a closed breaker.
+    Tripped,
+    /// A retry-later outcome opened the breaker for the provider's delay.
+    RetryLater,
+    /// A probe was admitted.
+    ProbeAdmitted,
+    /// The current probe failed; the breaker waits the next, longer interval.
+    ProbeFailed,
+    /// Enough consecutive probe answers: closed.
+    Recovered,
+    /// An operator forced the breaker open.
+    ForcedOpen,
+    /// An operator disabled the breaker.
+    Disabled,
+    /// An operator reset the breaker to closed.
+    Reset,
+}
+
+impl Reason {
+    /// The stable name used by the conformance suite.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Tripped => "tripped",
+            Reason::RetryLater => "retry_later",
+            Reason::ProbeAdmitted => "probe_admitted",
+            Reason::ProbeFailed => "probe_failed",
+            Reason::Recovered => "recovered",
+            Reason::ForcedOpen => "forced_open",
+            Reason::Disabled => "disabled",
+            Reason::Reset => "reset",
+        }
+    }
+}
+
+/// A side-effect-free view of a breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Current state.
+    pub state: State,
+    /// Number of the current (or last) open episode; 0 before the first trip.
+    pub episode: u32,
+    /// Failures counted by the trip policy now (consecutive, or inside the window).
+    pub failures: u64,
+    /// Consecutive current-episode probe answers so far.
+    pub recoveries: u32,
+    /// Probes admitted and not yet answered, cancelled or timed out.
+    pub probes_in_flight: u32,
+    /// While open or half-open: time until the next probe may be admitted (zero when one may
+    /// go now). `None` while closed, disabled or forced open.
+    pub retry_after: Option<Duration>,
+    /// Whether [`Breaker::allow`] would admit a probe now.
+    pub probe_ready: bool,
+    /// The open interval in force, if open or half-open.
+    pub interval: Option<Duration>,
+    /// Times the breaker opened from closed.
+    pub opens: u64,
+    /// Times the breaker closed by recovering.
+    pub closes: u64,
+    /// Probes admitted.
+    pub probes: u64,
+    /// Admissions refused.
+    pub refusals: u64,
+    /// Stale answers received.
+    pub stale_answers: u64,
+    /// Events dropped because nobody drained the queue.
+    pub events_dropped: u64,
+}
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+struct Inner {
+    window: TripWindow,
+    eligible_at: Instant,
+    // Each new probe window (a re-arm, a trip, a failed probe) gets a new number; an interval
+    // admits at most `max_probes_in_flight` probes, however fast they are answered, so that
+    // recovery ramps one interval at a time instead of bursting (docs/contract.md §3;
+    // docs/incidents.md, incident 1).
+    probe_window: u64,
+    window_admitted: u32,
+    // When the admission that re-armed the current window happened; `None` when a trip or a
+    // failed probe opened it. An answered probe pulls the window in to this instant plus the
+    // open interval's first step (the ramp's pace).
+    armed_at: Option<Instant>,
+    interval: Duration,
+    step: u32,
+    recoveries: u32,
+    probes: Vec<InFlight>,
+    next_probe: u32,
+    rng: Prng,
+    opens: u64,
+    closes: u64,
+    probes_admitted: u64,
+    refusals: u64,
+    stale: u64,
+    events: VecDeque<StateChange>,
+    events_dropped: u64,
+    listener: Option<Listener>,
+    pending: Vec<StateChange>,
+}
+
+impl Inner {
+    /// Forgets what belongs to one episode or one closed stretch: recovery progress, the probes
+    /// in flight (their answers are stale from now on) and the trip policy's counts.
+    fn start_afresh(&mut self) {
+        self.recoveries = 0;
+        self.probes.clear();
+        self.window.clear();
+    }
+}
+
+/// A circuit breaker for one upstream. `Send + Sync`: share it (behind an `Arc`) between every
+/// thread that calls that upstream.
+pub struct Breaker {
+    id: u32,
+    word: AtomicU64,
+    config: BreakerConfig,
+    timed: bool,
+    threshold: u64,
+    clock: Arc<dyn Clock>,
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for Breaker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Breaker")
+            .field("id", &self.id)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl Breaker {
+    /// A closed breaker. Fails with [`ConfigError`] naming the first invalid field.
+    pub fn new(config: BreakerConfig, clock: Arc<dyn Clock>) -> Result<Breaker, ConfigError> {
+        config.validate()?;
+        let threshold = match config.trip {
+            TripPolicy::ConsecutiveFailures { threshold } => u64::from(threshold),
+            _ => u64::MAX,
+        };
+        Ok(Breaker {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed).max(1),
+            word: AtomicU64::new(pack(State::Closed, 0, 0)),
+            timed: config.trip.is_timed(),
+            threshold,
+            inner: Mutex::new(Inner {
+                window: TripWindow::new(&config.trip),
+                eligible_at: Instant::ZERO,
+                probe_window: 0,
+                window_admitted: 0,
+                armed_at: None,
+                interval: config.open_interval.initial,
+                step: 0,
+                recoveries: 0,
+                probes: Vec::with_capacity(config.max_probes_in_flight as usize),
+                next_probe: 1,
+                rng: Prng::new(config.seed),
+                opens: 0,
+                closes: 0,
+                probes_admitted: 0,
+                refusals: 0,
+                stale: 0,
+                events: VecDeque::new(),
+                events_dropped: 0,
+                listener: None,
+                pending: Vec::new(),
+            }),
+            config,
+            clock,
+        })
+    }
+
+    /// The configuration this breaker was built with.
+    pub fn config(&self) -> &BreakerConfig {
+        &self.config
+    }
+
+    /// The clock this breaker reads.
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// This breaker's process-unique id (carried by its permits).
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Whether a group may evict this breaker: closed, with no failure counted by its trip
+    /// policy (a timed policy counts every failure still held, whatever its age: no clock is
+    /// read). Open, half-open, forced-open and disabled breakers are never idle.
+    pub(crate) fn is_idle(&self) -> bool {
+        let w = self.word.load(Ordering::Acquire);
+        if State::from_bits(w) != State::Closed {
+            return false;
+        }
+        if self.timed {
+            self.lock().window.failures(None) == 0
+        } else {
+            word_failures(w) == 0
+        }
+    }
+
+    /// Asks to make a call. Admits it (while closed or disabled, or as a probe when one is due)
+    /// or refuses it with the time until the next probe.
+    ///
+    /// This is the only act of admission: there is no separate "ready?" check to consume a
+    /// probe. While closed it reads no clock and takes no lock.
+    #[inline]
+    pub fn allow(&self) -> Result<Permit, Refusal> {
+        self.allow_with(None)
+    }
+
+    /// [`Breaker::allow`] sharing the caller's one clock reading.
+    #[inline]
+    pub(crate) fn allow_at(&self, now: &LazyNow<'_>) -> Result<Permit, Refusal> {
+        self.allow_with(Some(now))
+    }
+
+    /// Admission, for [`Breaker::allow`] and [`Breaker::allow_at`]. `now` is the caller's reading,
+    /// or `None` to read this breaker's clock if it comes to that: building a reader before the
+    /// closed path would cost it a few stores on every call, as the compiler does not move them
+    /// into the cold branch.
+    #[inline]
+    fn allow_with(&self, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
+        match self.allow_fast() {
+            Some(permit) => Ok(permit),
+            None => self.allow_slow(now),
+        }
+    }
+
+    /// Reports the outcome of a call admitted by [`Breaker::allow`].
+    ///
+    /// Errors: [`PermitError::Foreign`] if another breaker issued the permit. A success while
+    /// closed under the consecutive policy reads no clock and takes no lock.
+    #[inline]
+    pub fn record(&self, permit: Permit, outcome: Outcome) -> Result<Effect, PermitError> {
+        self.record_with(permit, outcome, None)
+    }
+
+    /// [`Breaker::record`] sharing the caller's one clock reading.
+    #[inline]
+    pub(crate) fn record_at(
+        &self,
+        permit: Permit,
+        outcome: Outcome,
+        now: &LazyNow<'_>,
+    ) -> Result<Effect, PermitError> {
+        self.record_with(permit, outcome, Some(now))
+    }
+
+    /// Recording, for [`Breaker::record`] and [`Breaker::record_at`]; `now` as in
+    /// [`Breaker::allow_with`].
+    #[inline]
+    fn record_with(
+        &self,
+        permit: Permit,
+        outcome: Outcome,
+        now: Option<&LazyNow<'_>>,
+    ) -> Result<Effect, PermitError> {
+        if permit.breaker != self.id {
+            return Err(PermitError::Foreign);
+        }
+        if self.record_fast(&permit, outcome) {
+            return Ok(Effect::Counted);
+        }
+        Ok(self.record_slow(&permit, outcome, now))
+    }
+
+    #[cold]
+    fn record_slow(&self, permit: &Permit, outcome: Outcome, now: Option<&LazyNow<'_>>) -> Effect {
+        let own = LazyNow::new(&*self.clock);
+        let now = now.unwrap_or(&own);
+        let mut inner = self.lock();
+        let w = self.word.load(Ordering::Acquire);
+        let effect = match State::from_bits(w) {
+            _ if outcome == Outcome::Cancelled => self.cancel(&mut inner, w, permit),
+            State::Closed => self.record_closed(&mut inner, w, permit, outcome, now),
+            State::Disabled => self.record_disabled(&mut inner, w, permit, outcome, now),
+            State::ForcedOpen => {
+                inner.stale += 1;
+                Effect::Stale
+            }
+            State::Open | State::HalfOpen => self.record_open(&mut inner, w, permit, outcome, now.get()),
+        };
+        self.finish(inner);
+        effect
+    }
+
+    /// Time until a call could be admitted at the caller's reading: zero while closed or
+    /// disabled, `None` while forced open.
+    pub(crate) fn wait_at(&self, now: &LazyNow<'_>) -> Option<Duration> {
+        let inner = self.lock();
+        match State::from_bits(self.word.load(Ordering::Acquire)) {
+            State::Closed | State::Disabled => Some(Duration::ZERO),
+            State::ForcedOpen => None,
+            State::Open | State::HalfOpen => Some(self.next_probe_in(&inner, now.get())),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock cannot leave Inner half-updated in a way that breaks
+        // an invariant worse than the panic itself; keep serving rather than poisoning every
+        // caller of a shared breaker.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Opens the breaker until [`Breaker::reset`], refusing every call with no retry time. Starts
+    /// a new episode, so answers to calls admitted before it are stale.
+    pub fn force_open(&self) {
+        self.operator(State::ForcedOpen, Reason::ForcedOpen);
+    }
+
+    /// Admits every call and never trips until [`Breaker::reset`]. Starts a new episode.
+    pub fn disable(&self) {
+        self.operator(State::Disabled, Reason::Disabled);
+    }
+
+    /// Back to closed with fresh counts. Starts a new episode: answers to permits admitted before
+    /// the reset are stale and move nothing.
+    pub fn reset(&self) {
+        self.operator(State::Closed, Reason::Reset);
+    }
+
+    fn operator(&self, to: State, reason: Reason) {
+        let now = LazyNow::new(&*self.clock);
+        let mut inner = self.lock();
+        let w = self.word.load(Ordering::Acquire);
+        let t = now.get();
+        inner.start_afresh();
+        inner.step = 0;
+        let change = Transition {
+            new_episode: true,
+            ..Transition::new(w, to, reason, t)
+        };
+        self.apply(&mut inner, change);
+        self.finish(inner);
+    }
+
+    /// A view of the breaker. Side-effect free: it never admits, expires or advances anything.
+    /// Reads the clock once.
+    pub fn snapshot(&self) -> Snapshot {
+        let now = LazyNow::new(&*self.clock);
+        let inner = self.lock();
+        let w = self.word.load(Ordering::Acquire);
+        let state = State::from_bits(w);
+        let t = now.get();
+        let open = matches!(state, State::Open | State::HalfOpen);
+        let retry_after = open.then(|| self.next_probe_in(&inner, t));
+        let failures = if self.timed {
+            inner.window.failures(Some(t))
+        } else {
+            word_failures(w)
+        };
+        Snapshot {
+            state,
+            episode: word_episode(w),
+            failures: if state == State::Closed || state == State::Disabled {
+                failures
+            } else {
+                0
+            },
+            recoveries: inner.recoveries,
+            probes_in_flight: if open {
+                inner.live_probes(t).count() as u32
+            } else {
+                0
+            },
+            retry_after,
+            probe_ready: retry_after.is_some_and(|wait| wait.is_zero()),
+            interval: open.then_some(inner.interval),
+            opens: inner.opens,
+            closes: inner.closes,
+            probes: inner.probes_admitted,
+            refusals: inner.refusals,
+            stale_answers: inner.stale,
+            events_dropped: inner.events_dropped,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+
+    pub(super) fn incident_one() -> (Breaker, ManualClock) {
+        let clock = ManualClock::new();
+        let cfg = BreakerConfig {
+            open_interval: Backoff::constant(Duration::from_secs(60)),
+            ..BreakerConfig::default()
+        };
+        (Breaker::new(cfg, Arc::new(clock.clone())).unwrap(), clock)
+    }
+
+    pub(super) fn fail(b: &Breaker, n: usize) {
+        for _ in 0..n {
+            let p = b.allow().unwrap();
+            b.record(p, Outcome::Failure).unwrap();
+        }
+    }
+
+    #[test]
+    fn validation_bounds_are_inclusive() {
+        let ok = |f: fn(&mut BreakerConfig)| {
+            let mut c = BreakerConfig::default();
+            f(&mut c);
+            c.validate()
+        };
+        assert!(ok(|c| c.recoveries = MAX_PROBES).is_ok());
+        assert_eq!(
+            ok(|c| c.recoveries = MAX_PROBES + 1).unwrap_err().field,
+            "breaker.recoveries"
+        );
+        assert!(ok(|c| c.max_probes_in_flight = MAX_PROBES).is_ok());
+        assert_eq!(
+            ok(|c| c.max_probes_in_flight = MAX_PROBES + 1).unwrap_err().field,
+            "breaker.max_probes_in_flight"
+        );
+    }
+}
