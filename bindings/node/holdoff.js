@@ -335,7 +335,7 @@ const FROM_HANDLE = Symbol('holdoff.fromHandle')
 let breakerHandleOf
 
 /**
- * A circuit breaker for one upstream (see the core's contract, DESIGN §3). Emits
+ * A circuit breaker for one upstream (see the core's contract, `docs/contract.md` §3). Emits
  * `'stateChange'` with a `StateChange` after the operation that caused it has returned from the
  * core, so a listener may call back into the breaker.
  */
@@ -646,7 +646,7 @@ class RetryCall {
 }
 
 /**
- * The retry budget of one upstream (DESIGN §4): rate-limit episodes bounded by
+ * The retry budget of one upstream (`docs/contract.md` §4): rate-limit episodes bounded by
  * `maxRateLimitDurationMs`, Retry-After capped by `retryAfterCapMs` and never shortened, and a
  * counted backoff path.
  */
@@ -1101,8 +1101,9 @@ function runAttempt(fn, limitMs, signal, sleepOption) {
 }
 
 /**
- * One upstream's breaker, retry budget, optional quota and classifier (DESIGN §5), and the retry
- * helpers `execute`, `executeResponse` and `fetch`, whose loop is the core's `Execution`.
+ * One upstream's breaker, retry budget, optional quota and classifier (`docs/contract.md` §5),
+ * and the retry helpers `execute`, `executeResponse` and `fetch`, whose loop is the core's
+ * `Execution`.
  */
 class Policy {
   #h

@@ -1,5 +1,5 @@
-//! The bundled scenarios reproduce the figures of the three incidents (incidents.md), and the
-//! old designs' figures where the incident gives them.
+//! The bundled scenarios reproduce the figures of the three incidents (`docs/incidents.md`),
+//! and the old designs' figures where the incident gives them.
 
 mod common;
 

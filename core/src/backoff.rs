@@ -3,7 +3,8 @@
 //! Used for the breaker's open interval (incident 2: 30 s doubling to a 5 min cap, **never**
 //! giving up) and for the retry budget's counted path (incident 3: 500 ms doubling to 60 s).
 //!
-//! Order of operations, fixed because getting it wrong is a classic bug (peers.md, trap 9):
+//! Order of operations, fixed because getting it wrong is a classic bug of retry libraries
+//! (jitter applied before the cap, or jitter that can reach zero; `docs/contract.md` §4):
 //! the un-jittered interval is `initial * multiplier^n`, **then** capped at `max`, **then**
 //! jitter subtracts a random fraction of at most `jitter` of it. Jitter therefore never pushes
 //! a wait past the cap, never makes callers cluster at the cap, and never gives 0 (jitter < 1).

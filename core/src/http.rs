@@ -1,6 +1,6 @@
 //! HTTP response → [`Outcome`] classifier.
 //!
-//! Default mapping (incident 3's retryable statuses, DESIGN §3-§4):
+//! Default mapping (incident 3's retryable statuses, `docs/contract.md` §4):
 //! * 1xx, 2xx, 3xx: [`Outcome::Success`].
 //! * A status in `retry_after_statuses` (default 429 and 503) with a usable, non-zero delay hint
 //!   (Retry-After, else RateLimit-Reset / X-RateLimit-Reset): [`Outcome::RetryLater`] with the

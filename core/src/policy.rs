@@ -1,4 +1,4 @@
-//! One upstream's breaker, retry budget and retry quota composed (DESIGN §5).
+//! One upstream's breaker, retry budget and retry quota composed (`docs/contract.md` §5).
 //!
 //! Every binding builds its `call` / `execute` helpers (sync, async, with cancellation) on the
 //! two functions here and nothing else:

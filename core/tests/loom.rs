@@ -6,7 +6,7 @@
 //! loom's. Run with `core/loom.sh`. Time moves only through the manual clock, advanced by the
 //! main thread between phases (or by a model thread where the clock's move is the race).
 //!
-//! Invariants (DESIGN §3): never more probes in flight than `max_probes_in_flight`;
+//! Invariants (`docs/contract.md` §3): never more probes in flight than `max_probes_in_flight`;
 //! a trip or a re-open is never lost (state, counters and events agree afterwards); never a
 //! close without `recoveries` consecutive current-episode answers; every admitted permit is
 //! recorded or cancelled exactly once and the breaker's counters add up to what the threads saw.

@@ -1,5 +1,5 @@
-//! Property tests of the invariants of DESIGN §3-§4, over random operation sequences on the
-//! manual clock.
+//! Property tests of the invariants of `docs/contract.md` §3-§4, over random operation sequences
+//! on the manual clock.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! Arbitrary operation sequences into one breaker, one retry budget, one quota and the policy
-//! that composes them, on one manual clock; the invariants of DESIGN §3-§4 are checked after
-//! every step. The breaker invariants extend `core/tests/properties.rs` (`breaker_invariants`,
-//! `budget_never_plans_past_the_budget`), whose configuration ranges and `longest_wait` bound
-//! are mirrored here so that the two agree on what a valid run is.
+//! that composes them, on one manual clock; the invariants of `docs/contract.md` §3-§4 are
+//! checked after every step. The breaker invariants extend `core/tests/properties.rs`
+//! (`breaker_invariants`, `budget_never_plans_past_the_budget`), whose configuration ranges and
+//! `longest_wait` bound are mirrored here so that the two agree on what a valid run is.
 //!
 //! Operations: allow, record (any outcome, cancel included) or drop a held permit; advance the
 //! clock (bounded, below ~317 years as in the property tests); a policy attempt (`before`) and

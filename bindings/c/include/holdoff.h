@@ -751,15 +751,16 @@ typedef uint32_t holdoff_verdict;
 #endif // __cplusplus
 
 /**
- * A circuit breaker for one upstream (DESIGN §3). Thread-safe: share one handle between every
- * thread that calls the upstream. While closed, `holdoff_breaker_allow` and recording a success
- * take no lock and read no clock. Free with `holdoff_breaker_free`.
+ * A circuit breaker for one upstream (`docs/contract.md` §3). Thread-safe: share one handle
+ * between every thread that calls the upstream. While closed, `holdoff_breaker_allow` and
+ * recording a success take no lock and read no clock. Free with `holdoff_breaker_free`.
  */
 typedef struct holdoff_breaker holdoff_breaker;
 
 /**
- * The retry budget of one upstream (DESIGN §4): when to retry, how long to wait, when to give
- * up. Shared by every caller of the upstream; thread-safe. Free with `holdoff_budget_free`.
+ * The retry budget of one upstream (`docs/contract.md` §4): when to retry, how long to wait,
+ * when to give up. Shared by every caller of the upstream; thread-safe. Free with
+ * `holdoff_budget_free`.
  */
 typedef struct holdoff_budget holdoff_budget;
 

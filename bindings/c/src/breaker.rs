@@ -11,9 +11,9 @@ use crate::handle::{handle, non_null, write, Handle};
 use crate::status::{boundary, holdoff_status, Fail, Res};
 use crate::types::{holdoff_effect, holdoff_reason, holdoff_state, ns, opt_ns, outcome_from_c};
 
-/// A circuit breaker for one upstream (DESIGN §3). Thread-safe: share one handle between every
-/// thread that calls the upstream. While closed, `holdoff_breaker_allow` and recording a success
-/// take no lock and read no clock. Free with `holdoff_breaker_free`.
+/// A circuit breaker for one upstream (`docs/contract.md` §3). Thread-safe: share one handle
+/// between every thread that calls the upstream. While closed, `holdoff_breaker_allow` and
+/// recording a success take no lock and read no clock. Free with `holdoff_breaker_free`.
 pub struct holdoff_breaker {
     _private: [u8; 0],
 }

@@ -13,8 +13,9 @@ use crate::types::{
     holdoff_decision_kind, holdoff_give_up_reason, holdoff_wait_source, ns, opt_ns, outcome_from_c,
 };
 
-/// The retry budget of one upstream (DESIGN §4): when to retry, how long to wait, when to give
-/// up. Shared by every caller of the upstream; thread-safe. Free with `holdoff_budget_free`.
+/// The retry budget of one upstream (`docs/contract.md` §4): when to retry, how long to wait,
+/// when to give up. Shared by every caller of the upstream; thread-safe. Free with
+/// `holdoff_budget_free`.
 pub struct holdoff_budget {
     _private: [u8; 0],
 }

@@ -1,4 +1,5 @@
-//! `holdoff_execution`: the retry loop of one logical call (the core's `Execution`, DESIGN §5a).
+//! `holdoff_execution`: the retry loop of one logical call (the core's `Execution`,
+//! `docs/contract.md` §5a).
 //!
 //! The library decides everything (what is retried, how long to wait, when to stop, how long an
 //! attempt may take, what the caller finally gets); the caller runs each attempt, enforces its

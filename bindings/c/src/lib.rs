@@ -1,6 +1,6 @@
 //! The C ABI of holdoff: `include/holdoff.h` is generated from this crate by cbindgen.
 //!
-//! Conventions (conventions.md §4, after rustls-ffi): every symbol is prefixed `holdoff_`;
+//! Conventions (`docs/ffi.md`, after rustls-ffi): every symbol is prefixed `holdoff_`;
 //! objects are opaque, `Arc`-backed, thread-safe handles with `_new`/`_free` pairs; fallible
 //! functions return a `holdoff_status` and write their out-parameters only on success; every
 //! pointer is checked for NULL; enums from C are taken as integers and checked; no panic crosses

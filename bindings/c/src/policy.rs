@@ -1,4 +1,4 @@
-//! `holdoff_policy`: one upstream's breaker, budget and quota composed (DESIGN §5).
+//! `holdoff_policy`: one upstream's breaker, budget and quota composed (`docs/contract.md` §5).
 //!
 //! A retry loop in C, on these two calls only:
 //! ```c

@@ -1,6 +1,7 @@
-//! The retry loop of one logical call: the core's `holdoff::Execution` (DESIGN §5a) as an
-//! object. The Kotlin helpers `execute` and `executeHttp` drive it; it decides what is retried,
-//! how long to wait, how long each attempt may take and what the caller finally gets.
+//! The retry loop of one logical call: the core's `holdoff::Execution` (`docs/contract.md`
+//! §5a) as an object. The Kotlin helpers `execute` and `executeHttp` drive it; it decides what
+//! is retried, how long to wait, how long each attempt may take and what the caller finally
+//! gets.
 
 use std::sync::{Arc, Mutex};
 

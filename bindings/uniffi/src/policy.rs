@@ -1,6 +1,6 @@
-//! One upstream's breaker, budget, quota and classifier composed (DESIGN §5), with the pieces
-//! of a hand-written retry loop (`before_attempt`, `after_attempt`). The Kotlin helpers are the
-//! core's loop instead: [`crate::Execution`].
+//! One upstream's breaker, budget, quota and classifier composed (`docs/contract.md` §5), with
+//! the pieces of a hand-written retry loop (`before_attempt`, `after_attempt`). The Kotlin
+//! helpers are the core's loop instead: [`crate::Execution`].
 
 use std::sync::{Arc, Mutex};
 
