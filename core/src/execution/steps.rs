@@ -6,6 +6,8 @@ use std::time::Duration;
 use crate::breaker::Outcome;
 use crate::budget::{GiveUpReason, WaitSource};
 use crate::error::ConfigError;
+#[cfg(doc)]
+use super::Execution;
 
 /// The time limits of one logical call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
