@@ -3,11 +3,11 @@
 
 use std::time::Duration;
 
+#[cfg(doc)]
+use super::Execution;
 use crate::breaker::Outcome;
 use crate::budget::{GiveUpReason, WaitSource};
 use crate::error::ConfigError;
-#[cfg(doc)]
-use super::Execution;
 
 /// The time limits of one logical call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
