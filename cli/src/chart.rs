@@ -53,7 +53,9 @@ pub struct Bucket {
 }
 
 impl Bucket {
-    fn merge(&mut self, o: &Bucket) {
+    /// Adds `o`'s counts and times to this bucket's (when buckets are coarsened or joined into
+    /// one bar).
+    pub fn merge(&mut self, o: &Bucket) {
         for i in 0..5 {
             self.requests[i] += o.requests[i];
         }

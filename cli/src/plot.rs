@@ -85,17 +85,7 @@ fn view(c: &Collector) -> View {
     for chunk in c.buckets.chunks(k) {
         let mut b = Bucket::default();
         for x in chunk {
-            for i in 0..5 {
-                b.requests[i] += x.requests[i];
-            }
-            b.refused += x.refused;
-            b.gave_up += x.gave_up;
-            b.waits += x.waits;
-            b.probes += x.probes;
-            for i in 0..3 {
-                b.state_ns[i] += x.state_ns[i];
-            }
-            b.entered |= x.entered;
+            b.merge(x);
         }
         bars.push(b);
     }
@@ -262,14 +252,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary, c: &Coll
             (Class::Failure, FAIL, "failed"),
             (Class::Timeout, TIMEOUT, "timed out"),
         ];
-        let ymax = v
-            .bars
-            .iter()
-            .map(Bucket::total_requests)
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64
-            * 1.45;
+        let ymax = headroom(v.bars.iter().map(Bucket::total_requests));
         let area = &panels[1];
         let mut ch = ChartBuilder::on(area)
             .caption(
@@ -314,24 +297,12 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary, c: &Coll
             }
         }
         markers(&mut ch, c, &v, ymax)?;
-        ch.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(180, 180, 180))
-            .label_font(("sans-serif", 13))
-            .draw()?;
+        legend(&mut ch)?;
     }
 
     // 3. Refusals, give-ups and waits.
     {
-        let ymax = v
-            .bars
-            .iter()
-            .map(|b| (b.refused + b.gave_up).max(b.waits))
-            .max()
-            .unwrap_or(0)
-            .max(1) as f64
-            * 1.45;
+        let ymax = headroom(v.bars.iter().map(|b| (b.refused + b.gave_up).max(b.waits)));
         let area = &panels[2];
         let mut ch = ChartBuilder::on(area)
             .caption(
@@ -408,15 +379,26 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary, c: &Coll
         }
         markers(&mut ch, c, &v, ymax)?;
         if any_ref || any_gu || v.bars.iter().any(|b| b.waits > 0) {
-            ch.configure_series_labels()
-                .position(SeriesLabelPosition::UpperRight)
-                .background_style(WHITE.mix(0.85))
-                .border_style(RGBColor(180, 180, 180))
-                .label_font(("sans-serif", 13))
-                .draw()?;
+            legend(&mut ch)?;
         }
     }
     Ok(())
+}
+
+/// The top of a count panel's y axis: room above the highest of `counts` (at least 1) for the
+/// legend.
+fn headroom(counts: impl Iterator<Item = u64>) -> f64 {
+    counts.max().unwrap_or(0).max(1) as f64 * 1.45
+}
+
+/// Draws the legend of a count panel in its upper right corner.
+fn legend<'a, DB: DrawingBackend + 'a>(ch: &mut CountChart<'a, DB>) -> DrawResult<DB> {
+    ch.configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(180, 180, 180))
+        .label_font(("sans-serif", 13))
+        .draw()
 }
 
 /// Counts are whole numbers: label only the whole ticks.
@@ -448,12 +430,15 @@ fn trim(v: f64) -> String {
     s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A count panel: virtual time across, counts up.
+type CountChart<'a, DB> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
 fn markers<DB: DrawingBackend>(
-    ch: &mut ChartContext<
-        '_,
-        DB,
-        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
-    >,
+    ch: &mut CountChart<'_, DB>,
     c: &Collector,
     v: &View,
     ymax: f64,

@@ -5,6 +5,7 @@
 //! 59 calls from .. to .."), so a timeline stays readable and small however many callers there
 //! are.
 
+use holdoff::interop::Coded;
 use std::io::Write;
 
 use serde::Serialize;

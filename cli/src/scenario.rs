@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use holdoff::config::HoldoffConfig;
+use holdoff::interop::config::HoldoffConfig;
 use holdoff::ConfigError;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -500,7 +500,8 @@ impl Ctx<'_> {
 
     /// Milliseconds (finite, >= 0) to nanoseconds.
     fn ms(&self, field: &str, v: f64) -> Result<u64, CliError> {
-        let d: Duration = holdoff::units::from_millis_f64(field, v).map_err(|e| self.err(field, e.rule))?;
+        let d: Duration =
+            holdoff::interop::units::from_millis_f64(field, v).map_err(|e| self.err(field, e.rule))?;
         Ok(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
     }
 

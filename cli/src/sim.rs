@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use holdoff::interop::{Coded, OutcomeKind};
 use holdoff::{
     Before, Breaker, BreakerConfig, Call, Classifier, Decision, GiveUpReason, Instant, ManualClock, Outcome,
     Permit, Policy, Reason, RetryBudget, RetryQuota, State, StateChange,
@@ -550,31 +551,25 @@ impl Engine<'_> {
                 return Ok(());
             }
         }
+        self.begin(t, id, own)
+    }
+
+    /// Takes a concurrency slot for call `id` and makes its first attempt.
+    fn begin(&mut self, t: u64, id: u64, own: Option<Answer>) -> Result<(), CliError> {
         self.active += 1;
-        self.attempt(
-            t,
-            CallState {
-                id,
-                call: Call::new(),
-                attempts: 0,
-                own,
-            },
-        )
+        let cs = CallState {
+            id,
+            call: Call::new(),
+            attempts: 0,
+            own,
+        };
+        self.attempt(t, cs)
     }
 
     fn end_call(&mut self, t: u64) -> Result<(), CliError> {
         self.active -= 1;
         if let Some((id, own)) = self.queue.pop_front() {
-            self.active += 1;
-            self.attempt(
-                t,
-                CallState {
-                    id,
-                    call: Call::new(),
-                    attempts: 0,
-                    own,
-                },
-            )?;
+            self.begin(t, id, own)?;
         }
         Ok(())
     }
@@ -718,37 +713,21 @@ impl Engine<'_> {
         if let Some(r) = self.upstream.take_recovery() {
             self.on_recovery(r)?;
         }
-        match self.timeout {
-            Some(to) if answer.latency >= to => {
-                let at = t.saturating_add(to);
-                self.schedule(
-                    at,
-                    Job::Answer(Box::new(AnswerJob {
-                        cs,
-                        permit,
-                        answer,
-                        timed_out: true,
-                        sent: t,
-                    })),
-                );
-                Ok(())
-            }
-            _ if answer.latency == 0 => self.on_answer(t, cs, permit, answer, false, t),
-            _ => {
-                let at = t.saturating_add(answer.latency);
-                self.schedule(
-                    at,
-                    Job::Answer(Box::new(AnswerJob {
-                        cs,
-                        permit,
-                        answer,
-                        timed_out: false,
-                        sent: t,
-                    })),
-                );
-                Ok(())
-            }
-        }
+        // A timed-out attempt ends at the timeout, an answered one after its latency.
+        let (after, timed_out) = match self.timeout {
+            Some(to) if answer.latency >= to => (to, true),
+            _ if answer.latency == 0 => return self.on_answer(t, cs, permit, answer, false, t),
+            _ => (answer.latency, false),
+        };
+        let job = AnswerJob {
+            cs,
+            permit,
+            answer,
+            timed_out,
+            sent: t,
+        };
+        self.schedule(t.saturating_add(after), Job::Answer(Box::new(job)));
+        Ok(())
     }
 
     fn answered(
@@ -764,7 +743,7 @@ impl Engine<'_> {
         }
         let outcome = match o {
             Outcome::RetryLater(d) if d.is_zero() => "failure",
-            o => o.name(),
+            o => OutcomeKind::of(&o).name(),
         };
         if probe {
             self.emit(Event::ProbeAnswer {

@@ -450,7 +450,7 @@ fn parse_ms(field: &str, s: &str) -> Result<u64, Bad> {
 }
 
 fn ms_to_ns(field: &str, v: f64) -> Result<u64, Bad> {
-    holdoff::units::from_millis_f64(field, v)
+    holdoff::interop::units::from_millis_f64(field, v)
         .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
         .map_err(|e| Bad::new(field, e.rule))
 }

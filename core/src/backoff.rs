@@ -17,7 +17,6 @@ use crate::error::ConfigError;
 
 /// Exponential backoff: `min(initial * multiplier^n, max)`, minus up to `jitter` of it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Backoff {
     /// First interval (n = 0). Must be > 0.
     pub initial: Duration,

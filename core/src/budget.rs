@@ -30,16 +30,18 @@ use crate::clock::{Clock, Instant, LazyNow};
 use crate::error::ConfigError;
 use crate::sync::{AtomicBool, Mutex};
 
+/// Upper bound on [`BudgetConfig::max_retries`].
+pub const MAX_RETRIES: u32 = 1_000_000;
+
 /// Configuration of a [`RetryBudget`].
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BudgetConfig {
     /// Total time one rate-limit episode may take. Default 30 min. Must leave room for two
     /// capped waits (>= 2 × `retry_after_cap`).
     pub max_rate_limit_duration: Duration,
     /// Cap on one Retry-After wait. Default 300 s. Must be > 0.
     pub retry_after_cap: Duration,
-    /// Retries allowed on the counted path (0 disables it). Default 10.
+    /// Retries allowed on the counted path (0..=1000000; 0 disables it). Default 10.
     pub max_retries: u32,
     /// Backoff of the counted path. Default 500 ms doubling to 60 s, no jitter.
     pub backoff: Backoff,
@@ -103,6 +105,12 @@ impl BudgetConfig {
                 ),
             ));
         }
+        if self.max_retries > MAX_RETRIES {
+            return Err(ConfigError::new(
+                "budget.max_retries",
+                "must be between 0 and 1000000",
+            ));
+        }
         self.backoff.validate("budget.backoff")?;
         if self.max_backoff_duration.is_zero() {
             return Err(ConfigError::new(
@@ -141,24 +149,6 @@ pub enum GiveUpReason {
     TotalTimeout,
 }
 
-impl GiveUpReason {
-    /// The stable name used by the conformance suite and every binding.
-    pub fn name(self) -> &'static str {
-        match self {
-            GiveUpReason::BudgetSpent => "budget_spent",
-            GiveUpReason::RetryAfterExceedsRemaining => "retry_after_exceeds_remaining",
-            GiveUpReason::RetryAfterAboveCap => "retry_after_above_cap",
-            GiveUpReason::BackoffExceedsRemaining => "backoff_exceeds_remaining",
-            GiveUpReason::AttemptsExhausted => "attempts_exhausted",
-            GiveUpReason::NotRetryable => "not_retryable",
-            GiveUpReason::QuotaEmpty => "quota_empty",
-            GiveUpReason::BreakerOpen => "breaker_open",
-            GiveUpReason::Cancelled => "cancelled",
-            GiveUpReason::TotalTimeout => "total_timeout",
-        }
-    }
-}
-
 /// Where a retry's delay came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WaitSource {
@@ -168,17 +158,6 @@ pub enum WaitSource {
     Backoff,
     /// The breaker's time until its next probe (it was longer than the budget's wait).
     Breaker,
-}
-
-impl WaitSource {
-    /// The stable name used by the conformance suite.
-    pub fn name(self) -> &'static str {
-        match self {
-            WaitSource::RetryAfter => "retry_after",
-            WaitSource::Backoff => "backoff",
-            WaitSource::Breaker => "breaker",
-        }
-    }
 }
 
 /// A budget decision for one answer.

@@ -1,6 +1,6 @@
-//! Errors. Every error has a stable name ([`HoldoffError::name`]) that the conformance suite
-//! asserts and that every binding maps to its own typed error (Python exception class, Node
-//! `code`, C status, Go sentinel, C# exception).
+//! Errors. Every error has a stable name ([`ErrorKind`](crate::interop::ErrorKind)) that the
+//! conformance suite asserts and that every binding maps to its own typed error (Python
+//! exception class, Node `code`, C status, Go sentinel, C# exception).
 
 /// A configuration value that holdoff refuses at construction.
 ///
@@ -59,7 +59,8 @@ pub enum PermitError {
     AlreadyRecorded,
 }
 
-/// Every error holdoff returns, with its stable cross-language name.
+/// Every error holdoff returns; its stable cross-language name is its
+/// [`ErrorKind`](crate::interop::ErrorKind).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HoldoffError {
     /// See [`ConfigError`].
@@ -74,17 +75,4 @@ pub enum HoldoffError {
     /// See [`PermitError`].
     #[error(transparent)]
     Permit(#[from] PermitError),
-}
-
-impl HoldoffError {
-    /// The stable name used by the conformance suite and every binding.
-    pub fn name(&self) -> &'static str {
-        match self {
-            HoldoffError::Config(_) => "invalid_config",
-            HoldoffError::Input(_) => "invalid_input",
-            HoldoffError::Clock(ClockError::Backwards { .. }) => "clock_backwards",
-            HoldoffError::Permit(PermitError::Foreign) => "foreign_permit",
-            HoldoffError::Permit(PermitError::AlreadyRecorded) => "permit_already_recorded",
-        }
-    }
 }

@@ -83,6 +83,17 @@ fn fnv1a(key: &str) -> u64 {
     })
 }
 
+/// The rule on a group's bound: `group.max_keys` in 1..=[`MAX_KEYS_LIMIT`].
+pub(crate) fn validate_max_keys(max_keys: usize) -> Result<(), ConfigError> {
+    if max_keys == 0 || max_keys > MAX_KEYS_LIMIT {
+        return Err(ConfigError::new(
+            "group.max_keys",
+            "must be between 1 and 100000000",
+        ));
+    }
+    Ok(())
+}
+
 impl BreakerGroup {
     /// An empty group of at most [`DEFAULT_MAX_KEYS`] breakers; the template is validated now, so
     /// `get` cannot fail.
@@ -98,12 +109,7 @@ impl BreakerGroup {
         clock: Arc<dyn Clock>,
     ) -> Result<BreakerGroup, ConfigError> {
         template.validate()?;
-        if max_keys == 0 || max_keys > MAX_KEYS_LIMIT {
-            return Err(ConfigError::new(
-                "group.max_keys",
-                "must be between 1 and 100000000",
-            ));
-        }
+        validate_max_keys(max_keys)?;
         Ok(BreakerGroup {
             template,
             max_keys,

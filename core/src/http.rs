@@ -32,7 +32,6 @@ use crate::retry_after::{scan_headers, HintSource, RetryAfter};
 
 /// Configuration of a [`Classifier`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ClassifierConfig {
     /// Statuses that count as transient failures, overriding the default.
     pub failure_statuses: Vec<u16>,

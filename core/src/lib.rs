@@ -15,6 +15,8 @@
 //! * [`Policy`] (`policy.rs`): breaker + budget + quota for one upstream.
 //! * [`Execution`] (`execution/`): the retry loop of one logical call over a policy, as a
 //!   state machine; every language's retry helpers are this loop.
+//! * [`interop`]: for language bindings, not for applications: stable names and codes, the
+//!   neutral configuration format, unit conversions, raw permits and leases.
 //!
 //! **Sans-IO**: nothing here sleeps, spawns or reads a clock behind the caller's back. Every
 //! object is built with a [`Clock`]; every public operation reads it at most once, and the
@@ -46,23 +48,20 @@ pub mod backoff;
 pub mod breaker;
 pub mod budget;
 pub mod clock;
-#[cfg(feature = "serde")]
-pub mod config;
 pub mod error;
 pub mod execution;
 pub mod group;
 pub mod http;
+pub mod interop;
 pub mod policy;
 pub mod quota;
 pub mod retry_after;
 mod sync;
 pub mod trip;
-pub mod units;
 
 pub use backoff::{Backoff, Prng};
 pub use breaker::{
-    Breaker, BreakerConfig, Effect, Listener, Outcome, Permit, PermitSlot, RawPermit, Reason, Refusal,
-    Snapshot, State, StateChange,
+    Breaker, BreakerConfig, Effect, Listener, Outcome, Permit, Reason, Refusal, Snapshot, State, StateChange,
 };
 pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, WaitSource};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
@@ -71,7 +70,7 @@ pub use execution::{AttemptPlan, Attempted, Execution, ExecutionConfig, GaveUp, 
 pub use group::{BreakerGroup, GroupSnapshot};
 pub use http::{check_status, Classification, Classifier, ClassifierConfig};
 pub use policy::{Before, Call, Policy};
-pub use quota::{LeaseSlot, QuotaConfig, QuotaEmpty, QuotaLease, RawLease, RetryQuota};
+pub use quota::{QuotaConfig, QuotaEmpty, QuotaLease, RetryQuota};
 pub use retry_after::{hint_from_headers, parse_retry_after, HintSource, RetryAfter, Unusable};
 pub use trip::TripPolicy;
 
@@ -87,7 +86,7 @@ mod tests {
         shared::<crate::RetryQuota>();
         shared::<crate::Policy>();
         shared::<crate::BreakerGroup>();
-        shared::<crate::PermitSlot>();
+        shared::<crate::interop::PermitSlot>();
         shared::<crate::ManualClock>();
     }
 }

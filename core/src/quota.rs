@@ -9,7 +9,7 @@
 //! A retry's tokens travel in a [`QuotaLease`] issued by the quota: it carries the quota's
 //! identity and is consumed when given back, so a lease is given back at most once and only to
 //! the quota that issued it ([`PermitError::Foreign`] otherwise). Bindings whose leases are
-//! shared objects hold them in a [`LeaseSlot`], which reports a second give-back as
+//! shared objects hold them in a `LeaseSlot` (`crate::interop`), which reports a second give-back as
 //! [`PermitError::AlreadyRecorded`].
 //!
 //! Lock-free (one compare-and-swap per change) and clock-free.
@@ -18,11 +18,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::error::{ConfigError, PermitError};
-use crate::sync::{AtomicBool, AtomicU64};
+use crate::sync::AtomicU64;
 
 /// Configuration of a [`RetryQuota`]. All figures are whole tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct QuotaConfig {
     /// Tokens in a full bucket (1..=10^9). Default 500.
     pub capacity: u64,
@@ -81,16 +80,6 @@ pub struct QuotaLease {
     cost: u64,
 }
 
-/// The raw fields of a [`QuotaLease`], for bindings that carry leases across FFI as values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(C)]
-pub struct RawLease {
-    /// The issuing quota's id.
-    pub quota: u32,
-    /// Tokens taken.
-    pub cost: u64,
-}
-
 impl QuotaLease {
     /// Tokens taken.
     pub fn cost(&self) -> u64 {
@@ -98,7 +87,7 @@ impl QuotaLease {
     }
 
     /// The raw fields, for carrying the lease across FFI.
-    pub fn into_raw(self) -> RawLease {
+    pub(crate) fn into_raw(self) -> RawLease {
         RawLease {
             quota: self.quota,
             cost: self.cost,
@@ -107,7 +96,7 @@ impl QuotaLease {
 
     /// Rebuilds a lease from its raw fields; a lease of another quota is refused when given
     /// back.
-    pub fn from_raw(raw: RawLease) -> QuotaLease {
+    pub(crate) fn from_raw(raw: RawLease) -> QuotaLease {
         QuotaLease {
             quota: raw.quota,
             cost: raw.cost,
@@ -115,55 +104,76 @@ impl QuotaLease {
     }
 }
 
-/// A lease held as a shared object and given back at most once: for bindings whose leases are
-/// objects user code may give back twice. Lock-free.
-#[derive(Debug)]
-pub struct LeaseSlot {
-    raw: RawLease,
-    taken: AtomicBool,
-}
+use lease::RawLease;
 
-impl LeaseSlot {
-    /// Wraps a lease.
-    pub fn new(lease: QuotaLease) -> LeaseSlot {
-        LeaseSlot {
-            raw: lease.into_raw(),
-            taken: AtomicBool::new(false),
+/// Leases as raw values and shared slots, for bindings (re-exported by [`crate::interop`]).
+pub(crate) mod lease {
+    use std::sync::atomic::Ordering;
+
+    use super::{QuotaLease, RetryQuota};
+    use crate::error::PermitError;
+    use crate::sync::AtomicBool;
+
+    /// The raw fields of a [`QuotaLease`], for bindings that carry leases across FFI as values.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    #[repr(C)]
+    pub struct RawLease {
+        /// The issuing quota's id.
+        pub quota: u32,
+        /// Tokens taken.
+        pub cost: u64,
+    }
+
+    /// A lease held as a shared object and given back at most once: for bindings whose leases are
+    /// objects user code may give back twice. Lock-free.
+    #[derive(Debug)]
+    pub struct LeaseSlot {
+        raw: RawLease,
+        taken: AtomicBool,
+    }
+
+    impl LeaseSlot {
+        /// Wraps a lease.
+        pub fn new(lease: QuotaLease) -> LeaseSlot {
+            LeaseSlot {
+                raw: lease.into_raw(),
+                taken: AtomicBool::new(false),
+            }
+        }
+
+        /// Tokens the lease holds.
+        pub fn cost(&self) -> u64 {
+            self.raw.cost
+        }
+
+        /// Whether the lease was given back.
+        pub fn is_taken(&self) -> bool {
+            self.taken.load(Ordering::Acquire)
+        }
+
+        /// Takes the lease to give it back to `quota`: [`PermitError::Foreign`] if another quota
+        /// issued it (the slot stays usable), [`PermitError::AlreadyRecorded`] the second time.
+        pub fn take(&self, quota: &RetryQuota) -> Result<QuotaLease, PermitError> {
+            take_raw(self.raw, quota, || self.taken.swap(true, Ordering::AcqRel))
         }
     }
 
-    /// Tokens the lease holds.
-    pub fn cost(&self) -> u64 {
-        self.raw.cost
+    /// The give-back rule for a lease carried as raw fields with a taken flag of the caller's (the C
+    /// ABI's lease struct): foreign first (the flag is left alone), then the flag, set once.
+    /// `mark_taken` sets the flag and returns whether it was already set.
+    pub fn take_raw(
+        raw: RawLease,
+        quota: &RetryQuota,
+        mark_taken: impl FnOnce() -> bool,
+    ) -> Result<QuotaLease, PermitError> {
+        if raw.quota != quota.id {
+            return Err(PermitError::Foreign);
+        }
+        if mark_taken() {
+            return Err(PermitError::AlreadyRecorded);
+        }
+        Ok(QuotaLease::from_raw(raw))
     }
-
-    /// Whether the lease was given back.
-    pub fn is_taken(&self) -> bool {
-        self.taken.load(Ordering::Acquire)
-    }
-
-    /// Takes the lease to give it back to `quota`: [`PermitError::Foreign`] if another quota
-    /// issued it (the slot stays usable), [`PermitError::AlreadyRecorded`] the second time.
-    pub fn take(&self, quota: &RetryQuota) -> Result<QuotaLease, PermitError> {
-        take_raw(self.raw, quota, || self.taken.swap(true, Ordering::AcqRel))
-    }
-}
-
-/// The give-back rule for a lease carried as raw fields with a taken flag of the caller's (the C
-/// ABI's lease struct): foreign first (the flag is left alone), then the flag, set once.
-/// `mark_taken` sets the flag and returns whether it was already set.
-pub fn take_raw(
-    raw: RawLease,
-    quota: &RetryQuota,
-    mark_taken: impl FnOnce() -> bool,
-) -> Result<QuotaLease, PermitError> {
-    if raw.quota != quota.id {
-        return Err(PermitError::Foreign);
-    }
-    if mark_taken() {
-        return Err(PermitError::AlreadyRecorded);
-    }
-    Ok(QuotaLease::from_raw(raw))
 }
 
 static NEXT_ID: AtomicU32 = AtomicU32::new(1);
@@ -251,6 +261,7 @@ impl RetryQuota {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::interop::LeaseSlot;
 
     #[test]
     fn capacity_bound_is_inclusive() {

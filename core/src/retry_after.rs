@@ -65,18 +65,6 @@ pub enum Unusable {
     Conflicting,
 }
 
-impl Unusable {
-    /// The stable name used by the conformance suite.
-    pub fn name(self) -> &'static str {
-        match self {
-            Unusable::Missing => "missing",
-            Unusable::Malformed => "malformed",
-            Unusable::Signed => "signed",
-            Unusable::Conflicting => "conflicting",
-        }
-    }
-}
-
 impl RetryAfter {
     /// The delay, if usable.
     pub fn delay(self) -> Option<Duration> {
@@ -104,21 +92,6 @@ pub enum HintSource {
     XRateLimitReset,
     /// No header carried a hint.
     None,
-}
-
-impl HintSource {
-    /// The stable name used by the conformance suite.
-    pub fn name(self) -> &'static str {
-        match self {
-            HintSource::RetryAfterMs => "retry_after_ms",
-            HintSource::XMsRetryAfterMs => "x_ms_retry_after_ms",
-            HintSource::RetryAfter => "retry_after",
-            HintSource::RateLimit => "ratelimit",
-            HintSource::RateLimitReset => "ratelimit_reset",
-            HintSource::XRateLimitReset => "x_ratelimit_reset",
-            HintSource::None => "none",
-        }
-    }
 }
 
 fn trim_ows(s: &str) -> &str {

@@ -24,7 +24,6 @@ pub const MAX_THRESHOLD: u32 = 1_000_000;
 
 /// When a closed breaker trips open.
 #[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub enum TripPolicy {
     /// Trip after `threshold` consecutive failures (>= 1).
     ConsecutiveFailures {

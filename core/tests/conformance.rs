@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use holdoff::interop::{Coded, OutcomeKind};
 use holdoff::{Attempted, Execution, ExecutionConfig, ManualClock, Outcome, Policy, Step, Verdict};
 use holdoff_conformance::{complete, headers, ms, opt_ms, outcome, run_case, Ctx, Execute, Tally, R};
 use serde_json::{json, Value};
@@ -57,7 +58,7 @@ fn execute(policy: &Policy, cfg: ExecutionConfig, clock: &ManualClock, step: &Va
                 attempts.push(json!({
                     "at": at,
                     "probe": plan.probe,
-                    "outcome": exec.last_outcome().map(|o| o.name()),
+                    "outcome": exec.last_outcome().map(|o| OutcomeKind::of(&o).name()),
                 }));
                 step_now = next;
             }

@@ -18,10 +18,11 @@ use std::time::Duration;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use loom::thread;
 
+use holdoff::interop::{LeaseSlot, PermitSlot};
 use holdoff::{
-    Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Decision, Effect, Instant, LeaseSlot,
-    ManualClock, Outcome, Permit, PermitError, PermitSlot, QuotaConfig, Reason, RetryBudget, RetryQuota,
-    RetryState, State, TripPolicy,
+    Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Decision, Effect, Instant, ManualClock,
+    Outcome, Permit, PermitError, QuotaConfig, Reason, RetryBudget, RetryQuota, RetryState, State,
+    TripPolicy,
 };
 
 const INTERVAL: Duration = Duration::from_secs(60);
@@ -173,6 +174,20 @@ fn race(b: &Arc<Breaker>, gate: &ProbeGate, outcomes: &[Outcome]) -> Vec<(Tally,
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
+/// A breaker of threshold 2 that `recoveries` answers close and `max_probes` probes may test at
+/// once, tripped and brought to the time of its first probe; and a gate `max_probes` wide.
+fn half_open(recoveries: u32, max_probes: u32) -> (Arc<Breaker>, ManualClock, ProbeGate) {
+    let (b, clock) = breaker(2, recoveries, max_probes);
+    trip(&b, 2);
+    clock.set(Instant::from_millis(60_000)).unwrap();
+    (b, clock, ProbeGate::new(max_probes))
+}
+
+/// What every caller of a [`race`] did, summed.
+fn race_tally(b: &Arc<Breaker>, gate: &ProbeGate, outcomes: &[Outcome]) -> Tally {
+    Tally::sum(race(b, gate, outcomes).iter().map(|x| x.0))
+}
+
 /// The breaker's counters agree with what the model's threads saw (the main thread's setup only
 /// trips, which adds none of these).
 fn counters_add_up(b: &Breaker, t: Tally) {
@@ -235,8 +250,7 @@ fn concurrent_failures_trip_exactly_once() {
     model(|| {
         let (b, _clock) = breaker(2, 1, 1);
         let gate = ProbeGate::new(1);
-        let r = race(&b, &gate, &[Outcome::Failure; 3]);
-        let t = Tally::sum(r.iter().map(|x| x.0));
+        let t = race_tally(&b, &gate, &[Outcome::Failure; 3]);
         let s = b.snapshot();
         assert_eq!((s.state, s.opens, s.episode), (State::Open, 1, 1), "{s:?}");
         assert_eq!(reasons(&b), vec![Reason::Tripped]);
@@ -253,12 +267,11 @@ fn retry_later_racing_the_fast_path_opens_once() {
     model(|| {
         let (b, _clock) = breaker(1, 1, 1);
         let gate = ProbeGate::new(1);
-        let r = race(
+        let t = race_tally(
             &b,
             &gate,
             &[Outcome::RetryLater(Duration::from_secs(5)), Outcome::Failure],
         );
-        let t = Tally::sum(r.iter().map(|x| x.0));
         let s = b.snapshot();
         assert_eq!((s.state, s.opens, s.episode), (State::Open, 1, 1), "{s:?}");
         let events = reasons(&b);
@@ -282,12 +295,8 @@ fn retry_later_racing_the_fast_path_opens_once() {
 #[test]
 fn one_probe_per_interval() {
     model(|| {
-        let (b, clock) = breaker(2, 2, 1);
-        trip(&b, 2);
-        clock.set(Instant::from_millis(60_000)).unwrap();
-        let gate = ProbeGate::new(1);
-        let r = race(&b, &gate, &[Outcome::Success, Outcome::Success]);
-        let t = Tally::sum(r.iter().map(|x| x.0));
+        let (b, clock, gate) = half_open(2, 1);
+        let t = race_tally(&b, &gate, &[Outcome::Success, Outcome::Success]);
         assert_eq!((t.probes, t.refused, t.counted), (1, 1, 1), "{t:?}");
         let s = b.snapshot();
         assert_eq!(
@@ -304,12 +313,8 @@ fn one_probe_per_interval() {
 #[test]
 fn probes_never_exceed_the_maximum() {
     model(|| {
-        let (b, clock) = breaker(2, 3, 2);
-        trip(&b, 2);
-        clock.set(Instant::from_millis(60_000)).unwrap();
-        let gate = ProbeGate::new(2);
-        let r = race(&b, &gate, &[Outcome::Success; 3]);
-        let t = Tally::sum(r.iter().map(|x| x.0));
+        let (b, clock, gate) = half_open(3, 2);
+        let t = race_tally(&b, &gate, &[Outcome::Success; 3]);
         assert_eq!((t.probes, t.refused, t.counted), (2, 1, 2), "{t:?}");
         let s = b.snapshot();
         assert_eq!(
@@ -327,12 +332,8 @@ fn probes_never_exceed_the_maximum() {
 #[test]
 fn cancelled_probe_spends_its_window() {
     model(|| {
-        let (b, clock) = breaker(2, 2, 1);
-        trip(&b, 2);
-        clock.set(Instant::from_millis(60_000)).unwrap();
-        let gate = ProbeGate::new(1);
-        let r = race(&b, &gate, &[Outcome::Cancelled, Outcome::Success]);
-        let t = Tally::sum(r.iter().map(|x| x.0));
+        let (b, clock, gate) = half_open(2, 1);
+        let t = race_tally(&b, &gate, &[Outcome::Cancelled, Outcome::Success]);
         assert_eq!((t.probes, t.refused), (1, 1), "{t:?}");
         assert_eq!(t.counted + t.ignored, 1, "{t:?}");
         let s = b.snapshot();
@@ -351,10 +352,7 @@ fn cancelled_probe_spends_its_window() {
 #[test]
 fn failure_during_half_open_reopens() {
     model(|| {
-        let (b, clock) = breaker(2, 2, 2);
-        trip(&b, 2);
-        clock.set(Instant::from_millis(60_000)).unwrap();
-        let gate = ProbeGate::new(2);
+        let (b, clock, gate) = half_open(2, 2);
         let r = race(&b, &gate, &[Outcome::Success, Outcome::Failure]);
         let (ok, fail) = (r[0], r[1]);
         // The failing caller always gets a probe: the success cannot close or re-arm the
@@ -443,8 +441,7 @@ fn close_needs_the_current_episodes_answers() {
         assert!(first.recoveries <= 1, "{first:?}");
 
         clock.set(Instant::from_millis(120_000)).unwrap();
-        let r = race(&b, &gate, &[Outcome::Success, Outcome::Success]);
-        let t = Tally::sum(r.iter().map(|x| x.0));
+        let t = race_tally(&b, &gate, &[Outcome::Success, Outcome::Success]);
         // One probe; the other caller is refused, or admitted as a plain call once it closed.
         assert_eq!((t.probes, t.refused + t.admitted), (1, 1), "{t:?}");
         assert_eq!(t.counted, 1 + t.admitted, "{t:?}");
@@ -513,20 +510,24 @@ fn group_creates_one_breaker_per_key() {
 // ---------------------------------------------------------------------------------------------
 // Quota and budget.
 
+/// A 10-token quota: a retry costs 5, a retry after a timeout 10, a success refills
+/// `success_refill`.
+fn quota(success_refill: u64) -> Arc<RetryQuota> {
+    let config = QuotaConfig {
+        capacity: 10,
+        retry_cost: 5,
+        timeout_cost: 10,
+        success_refill,
+    };
+    Arc::new(RetryQuota::new(config).unwrap())
+}
+
 /// Three retries race for a 10-token bucket (5, 10 after a timeout, 5), each refunding on
 /// success: what the threads hold never exceeds the bucket, and it ends full.
 #[test]
 fn quota_acquire_and_refund_balance() {
     model(|| {
-        let q = Arc::new(
-            RetryQuota::new(QuotaConfig {
-                capacity: 10,
-                retry_cost: 5,
-                timeout_cost: 10,
-                success_refill: 1,
-            })
-            .unwrap(),
-        );
+        let q = quota(1);
         let held = Arc::new(AtomicU64::new(0));
         let handles: Vec<_> = [false, true, false]
             .into_iter()
@@ -558,15 +559,7 @@ fn quota_acquire_and_refund_balance() {
 #[test]
 fn quota_refill_never_overfills() {
     model(|| {
-        let q = Arc::new(
-            RetryQuota::new(QuotaConfig {
-                capacity: 10,
-                retry_cost: 5,
-                timeout_cost: 10,
-                success_refill: 3,
-            })
-            .unwrap(),
-        );
+        let q = quota(3);
         let lease = q.acquire(false).unwrap();
         let q1 = Arc::clone(&q);
         let refund = thread::spawn(move || q1.on_success(Some(lease)).unwrap());
@@ -586,15 +579,7 @@ fn quota_refill_never_overfills() {
 #[test]
 fn lease_slot_is_taken_once() {
     model(|| {
-        let q = Arc::new(
-            RetryQuota::new(QuotaConfig {
-                capacity: 10,
-                retry_cost: 5,
-                timeout_cost: 10,
-                success_refill: 0,
-            })
-            .unwrap(),
-        );
+        let q = quota(0);
         let _other = q.acquire(false).unwrap();
         let slot = Arc::new(LeaseSlot::new(q.acquire(false).unwrap()));
         let handles: Vec<_> = (0..2)

@@ -1,4 +1,4 @@
-//! The neutral configuration format (`holdoff::config`, JSON) and the command line's loaders
+//! The neutral configuration format (`holdoff::interop::config`, JSON) and the command line's loaders
 //! (`holdoff_cli::scenario::load_config` and `scenario::load`, JSON and TOML files).
 //!
 //! The input is one document. Invalid input must be an `Err`, never a panic, and:
@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use holdoff::config::HoldoffConfig;
+use holdoff::interop::config::HoldoffConfig;
 use holdoff::{Breaker, Classifier, ConfigError, ManualClock, RetryBudget, RetryQuota};
 use holdoff_cli::scenario;
 use libfuzzer_sys::fuzz_target;

@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arbitrary::Arbitrary;
+use holdoff::interop::{Coded, ErrorKind};
 use holdoff::{
     Backoff, Before, Breaker, BreakerConfig, BudgetConfig, Call, Classifier, ClassifierConfig, Clock,
     Decision, Effect, GiveUpReason, Instant, ManualClock, Outcome, Permit, Policy, QuotaConfig, QuotaLease,
@@ -581,7 +582,7 @@ impl World {
                         }
                         Err(e) => {
                             assert!(status > 999, "{status} refused: {e}");
-                            assert_eq!(e.name(), "invalid_input");
+                            assert_eq!(ErrorKind::of(&e).name(), "invalid_input");
                             self.cancelled += 1;
                         }
                     }

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use holdoff::interop::{Coded, ErrorKind};
 use holdoff::{HoldoffError, Instant};
 use serde_json::{json, Map, Value};
 
@@ -23,7 +24,7 @@ pub async fn run_case<T: Time>(case: &Value, helpers: &mut impl Execute<T>) -> R
         (Ok(_), Some(e)) => return Err(format!("expected configuration error {e}, but it built")),
         (Err(err), Some(e)) => {
             let mut a = Map::new();
-            a.insert("error".into(), json!(err.name()));
+            a.insert("error".into(), json!(ErrorKind::of(&err).name()));
             if let HoldoffError::Config(c) = &err {
                 a.insert("field".into(), json!(c.field));
             }

@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use holdoff::config::HoldoffConfig;
+use holdoff::interop::config::HoldoffConfig;
+use holdoff::interop::{LeaseSlot, PermitSlot};
 use holdoff::{
-    Breaker, BreakerGroup, Call, Classifier, Clock, ExecutionConfig, HoldoffError, LeaseSlot, PermitSlot,
-    Policy, RetryBudget, RetryQuota, RetryState,
+    Breaker, BreakerGroup, Call, Classifier, Clock, ExecutionConfig, HoldoffError, Policy, RetryBudget,
+    RetryQuota, RetryState,
 };
 use serde_json::{json, Value};
 

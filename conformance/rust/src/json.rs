@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use holdoff::interop::{Coded, DecisionKind, DecisionParts, OutcomeKind};
 use holdoff::{Decision, Outcome, StateChange};
 use serde_json::{json, Map, Value};
 
@@ -27,13 +28,9 @@ pub fn opt_ms(d: Option<Duration>) -> Value {
 /// `{"retry_later_ms": N}`.
 pub fn outcome(v: &Value) -> R<Outcome> {
     Ok(match v {
-        Value::String(s) => match s.as_str() {
-            "success" => Outcome::Success,
-            "answer" => Outcome::Answer,
-            "failure" => Outcome::Failure,
-            "timeout" => Outcome::Timeout,
-            "cancelled" => Outcome::Cancelled,
-            other => return Err(format!("unknown outcome {other:?}")),
+        Value::String(s) => match OutcomeKind::from_name(s) {
+            Some(k) if k != OutcomeKind::RetryLater => k.outcome(Duration::ZERO),
+            _ => return Err(format!("unknown outcome {s:?}")),
         },
         Value::Object(o) => {
             let d = o
@@ -52,7 +49,7 @@ pub(crate) fn outcome_json(o: &Outcome) -> (Value, Value) {
         Outcome::RetryLater(d) => ms(*d),
         _ => Value::Null,
     };
-    (json!(o.name()), later)
+    (json!(OutcomeKind::of(o).name()), later)
 }
 
 /// What [`decision_json`] may produce, for a step to assert.
@@ -68,27 +65,20 @@ pub(crate) const DECISION_KEYS: &[&str] = &[
 /// A budget's or policy's decision: `decision` and, by kind, `delay_ms`, `source`,
 /// `server_delay_ms`, `capped`, `reason`.
 pub fn decision_json(d: &Decision) -> Map<String, Value> {
+    let p = DecisionParts::from(*d);
     let mut m = Map::new();
-    match *d {
-        Decision::Done => {
-            m.insert("decision".into(), json!("done"));
+    m.insert("decision".into(), json!(p.kind.name()));
+    match p.kind {
+        DecisionKind::Done => {}
+        DecisionKind::Retry => {
+            m.insert("delay_ms".into(), ms(p.delay));
+            m.insert("source".into(), json!(p.source.map(Coded::name)));
+            m.insert("server_delay_ms".into(), opt_ms(p.server_delay));
+            m.insert("capped".into(), json!(p.capped));
         }
-        Decision::Retry {
-            delay,
-            source,
-            server_delay,
-            capped,
-        } => {
-            m.insert("decision".into(), json!("retry"));
-            m.insert("delay_ms".into(), ms(delay));
-            m.insert("source".into(), json!(source.name()));
-            m.insert("server_delay_ms".into(), opt_ms(server_delay));
-            m.insert("capped".into(), json!(capped));
-        }
-        Decision::GiveUp { reason, server_delay } => {
-            m.insert("decision".into(), json!("give_up"));
-            m.insert("reason".into(), json!(reason.name()));
-            m.insert("server_delay_ms".into(), opt_ms(server_delay));
+        DecisionKind::GiveUp => {
+            m.insert("reason".into(), json!(p.reason.map(Coded::name)));
+            m.insert("server_delay_ms".into(), opt_ms(p.server_delay));
         }
     }
     m

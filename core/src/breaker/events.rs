@@ -125,8 +125,9 @@ impl Breaker {
     }
 
     /// Takes at most `max` of the oldest queued state changes, leaving the rest queued: for
-    /// bindings that drain into a caller's fixed-size buffer (the C ABI).
-    pub fn drain_events_up_to(&self, max: usize) -> Vec<StateChange> {
+    /// bindings that drain into a caller's fixed-size buffer (the C ABI; see
+    /// [`crate::interop::drain_events_up_to`]).
+    pub(crate) fn drain_events_up_to(&self, max: usize) -> Vec<StateChange> {
         let mut inner = self.lock();
         let n = max.min(inner.events.len());
         inner.events.drain(..n).collect()

@@ -51,7 +51,7 @@
 //! `events.rs`, state changes, their queue and the listener.
 
 mod events;
-mod permit;
+pub(crate) mod permit;
 mod probes;
 mod word;
 
@@ -62,7 +62,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use events::{Listener, StateChange, EVENT_QUEUE_CAPACITY};
-pub use permit::{Permit, PermitSlot, RawPermit};
+pub use permit::Permit;
 
 use crate::backoff::{Backoff, Prng};
 use crate::clock::{Clock, Instant, LazyNow};
@@ -78,7 +78,6 @@ pub const MAX_PROBES: u32 = 1000;
 
 /// Configuration of one breaker.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct BreakerConfig {
     /// When the breaker trips. Default: 5 consecutive failures.
     pub trip: TripPolicy,
@@ -149,8 +148,6 @@ impl BreakerConfig {
 
 /// A breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[repr(u8)]
 pub enum State {
     /// Calls pass; outcomes are counted by the trip policy.
@@ -163,20 +160,6 @@ pub enum State {
     ForcedOpen = 3,
     /// Admits everything and never trips; outcomes are still counted.
     Disabled = 4,
-}
-
-impl State {
-    /// The stable name used by the conformance suite: `closed`, `open`, `half_open`,
-    /// `forced_open`, `disabled`.
-    pub fn name(self) -> &'static str {
-        match self {
-            State::Closed => "closed",
-            State::Open => "open",
-            State::HalfOpen => "half_open",
-            State::ForcedOpen => "forced_open",
-            State::Disabled => "disabled",
-        }
-    }
 }
 
 /// What happened to a call, as the breaker needs to know it.
@@ -202,18 +185,6 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The stable name used by the conformance suite.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Outcome::Success => "success",
-            Outcome::Answer => "answer",
-            Outcome::Failure => "failure",
-            Outcome::Timeout => "timeout",
-            Outcome::RetryLater(_) => "retry_later",
-            Outcome::Cancelled => "cancelled",
-        }
-    }
-
     fn is_failure(&self) -> bool {
         matches!(self, Outcome::Failure | Outcome::Timeout)
             || matches!(self, Outcome::RetryLater(d) if d.is_zero())
@@ -243,17 +214,6 @@ pub enum Effect {
     Ignored,
 }
 
-impl Effect {
-    /// The stable name used by the conformance suite.
-    pub fn name(self) -> &'static str {
-        match self {
-            Effect::Counted => "counted",
-            Effect::Stale => "stale",
-            Effect::Ignored => "ignored",
-        }
-    }
-}
-
 /// Why the state changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Reason {
@@ -273,22 +233,6 @@ pub enum Reason {
     Disabled,
     /// An operator reset the breaker to closed.
     Reset,
-}
-
-impl Reason {
-    /// The stable name used by the conformance suite.
-    pub fn name(self) -> &'static str {
-        match self {
-            Reason::Tripped => "tripped",
-            Reason::RetryLater => "retry_later",
-            Reason::ProbeAdmitted => "probe_admitted",
-            Reason::ProbeFailed => "probe_failed",
-            Reason::Recovered => "recovered",
-            Reason::ForcedOpen => "forced_open",
-            Reason::Disabled => "disabled",
-            Reason::Reset => "reset",
-        }
-    }
 }
 
 /// A side-effect-free view of a breaker.

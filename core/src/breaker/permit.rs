@@ -50,7 +50,7 @@ impl Permit {
     }
 
     /// The raw fields, for carrying the permit across FFI.
-    pub fn into_raw(self) -> RawPermit {
+    pub(crate) fn into_raw(self) -> RawPermit {
         RawPermit {
             breaker: self.breaker,
             episode: self.episode,
@@ -60,7 +60,7 @@ impl Permit {
 
     /// Rebuilds a permit from its raw fields. A forged or foreign permit is caught by
     /// [`Breaker::record`] as [`PermitError::Foreign`] or treated as a stale answer.
-    pub fn from_raw(raw: RawPermit) -> Permit {
+    pub(crate) fn from_raw(raw: RawPermit) -> Permit {
         Permit {
             breaker: raw.breaker,
             episode: raw.episode,

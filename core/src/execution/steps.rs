@@ -11,7 +11,6 @@ use crate::error::ConfigError;
 
 /// The time limits of one logical call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ExecutionConfig {
     /// Longest one attempt may take; `None` (default): only the total timeout bounds it.
     pub attempt_timeout: Option<Duration>,
@@ -171,19 +170,6 @@ impl Verdict {
             | Verdict::Cancelled { attempts }
             | Verdict::InvalidInput { attempts } => attempts,
             Verdict::GiveUp(g) => g.attempts,
-        }
-    }
-
-    /// The stable name of the verdict's kind: `return`, `rethrow`, `breaker_open`, `give_up`,
-    /// `cancelled`, `invalid_input`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Verdict::Return { .. } => "return",
-            Verdict::Rethrow { .. } => "rethrow",
-            Verdict::BreakerOpen { .. } => "breaker_open",
-            Verdict::GiveUp(_) => "give_up",
-            Verdict::Cancelled { .. } => "cancelled",
-            Verdict::InvalidInput { .. } => "invalid_input",
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::breaker::{Breaker, BreakerConfig};
 use crate::budget::{BudgetConfig, RetryBudget};
 use crate::clock::ManualClock;
 use crate::http::Classifier;
+use crate::interop::{Coded, ErrorKind};
 use crate::trip::TripPolicy;
 
 fn policy(clock: &ManualClock) -> Policy {
@@ -62,7 +63,7 @@ fn stop_after_a_wait_gives_up_with_that_wait() {
     let clock = ManualClock::new();
     let p = policy(&clock);
     let mut e = Execution::new(&p, NO_LIMITS).unwrap();
-    assert_eq!(e.stop().unwrap_err().name(), "invalid_input");
+    assert_eq!(ErrorKind::of(&e.stop().unwrap_err()).name(), "invalid_input");
     e.next_step().unwrap();
     let wait = e.complete(Attempted::Raised(Outcome::Failure)).unwrap();
     let Step::Wait(w) = wait else { panic!("{wait:?}") };
@@ -159,11 +160,11 @@ fn steps_out_of_order_are_refused() {
     let p = policy(&clock);
     let mut e = Execution::new(&p, NO_LIMITS).unwrap();
     assert_eq!(
-        e.complete(Attempted::Cancelled).unwrap_err().name(),
+        ErrorKind::of(&e.complete(Attempted::Cancelled).unwrap_err()).name(),
         "invalid_input"
     );
     e.next_step().unwrap();
-    assert_eq!(e.next_step().unwrap_err().name(), "invalid_input");
+    assert_eq!(ErrorKind::of(&e.next_step().unwrap_err()).name(), "invalid_input");
     let zero = ExecutionConfig {
         attempt_timeout: Some(Duration::ZERO),
         total_timeout: None,

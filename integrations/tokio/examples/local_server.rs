@@ -11,6 +11,7 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use holdoff::interop::{Coded, OutcomeKind};
 use holdoff::{Backoff, Breaker, BreakerConfig, BudgetConfig, Classifier, Policy, RetryBudget, TripPolicy};
 use holdoff_tokio::reqwest::{middleware_error, HoldoffMiddleware, MiddlewareError};
 use holdoff_tokio::{Last, Options, TokioClock};
@@ -59,7 +60,7 @@ fn printing(start: Instant) -> Options {
                 "  [{:5.2}s] attempt {}{probe}: {}",
                 t(),
                 a.number,
-                a.outcome.name()
+                OutcomeKind::of(&a.outcome).name()
             );
         })
         .before_wait(move |w| {

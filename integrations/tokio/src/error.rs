@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use holdoff::interop::Coded;
 use holdoff::GiveUpReason;
 
 /// What the last attempt of a call left behind, attached to a give-up.

@@ -34,7 +34,7 @@
 //! let policy = Policy::new(breaker, budget, None, Classifier::default())?;
 //! let options = Options::new()
 //!     .attempt_timeout(Duration::from_secs(2))?
-//!     .before_wait(|w| eprintln!("retrying in {} ms ({})", w.delay.as_millis(), w.source.name()));
+//!     .before_wait(|w| eprintln!("retrying in {} ms ({:?})", w.delay.as_millis(), w.source));
 //!
 //! let mut calls = 0;
 //! let answer = execute_with(

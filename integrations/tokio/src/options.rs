@@ -32,8 +32,8 @@ type AfterAttempt = Arc<dyn Fn(&AttemptReport) + Send + Sync>;
 /// let options = Options::new()
 ///     .attempt_timeout(Duration::from_secs(2))? // each attempt: 2 s at most
 ///     .total_timeout(None)?                      // no bound but the budget's
-///     .before_wait(|w| println!("retrying in {:?} ({})", w.delay, w.source.name()))
-///     .after_attempt(|a| println!("attempt {}: {}", a.number, a.outcome.name()));
+///     .before_wait(|w| println!("retrying in {:?} ({:?})", w.delay, w.source))
+///     .after_attempt(|a| println!("attempt {}: {:?}", a.number, a.outcome));
 /// # Ok::<(), holdoff::ConfigError>(())
 /// ```
 #[derive(Clone, Default)]

@@ -80,9 +80,14 @@ fn script(
     (op, calls)
 }
 
+/// What an execution's `after_attempt` hook saw, in order.
+type Attempts = Arc<Mutex<Vec<AttemptReport>>>;
+
+/// An execution run in a task of its own.
+type Task = tokio::task::JoinHandle<Result<u32, Error<Fail, u32>>>;
+
 /// Options whose hooks record every attempt and wait.
-#[allow(clippy::type_complexity)]
-fn recorded(options: Options) -> (Options, Arc<Mutex<Vec<AttemptReport>>>, Arc<Mutex<Vec<WaitPlan>>>) {
+fn recorded(options: Options) -> (Options, Attempts, Arc<Mutex<Vec<WaitPlan>>>) {
     let attempts = Arc::new(Mutex::new(Vec::new()));
     let waits = Arc::new(Mutex::new(Vec::new()));
     let (a, w) = (attempts.clone(), waits.clone());
@@ -436,34 +441,38 @@ async fn a_cancellation_seen_by_the_operation_is_error_cancelled() {
     assert_eq!(p.breaker().snapshot().state, State::Closed);
 }
 
-/// Advances past the breaker's interval so that the next attempt is a probe.
-async fn probe_ready(p: &Policy, interval: Duration) {
-    let permit = p.breaker().allow().unwrap();
-    p.breaker().record(permit, Outcome::Failure).unwrap();
-    advance(interval).await;
-    assert!(p.breaker().snapshot().probe_ready);
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_panicking_operation_unwinds_and_frees_its_probe() {
+/// A policy whose breaker tripped on one failure and whose 10 s interval has passed, so that the
+/// next attempt is a probe.
+async fn at_probe() -> Arc<Policy> {
     let p = Arc::new(policy_with(
         fragile(Duration::from_secs(10)),
         BudgetConfig::default(),
     ));
-    probe_ready(&p, Duration::from_secs(10)).await;
+    let permit = p.breaker().allow().unwrap();
+    p.breaker().record(permit, Outcome::Failure).unwrap();
+    advance(Duration::from_secs(10)).await;
+    assert!(p.breaker().snapshot().probe_ready);
+    p
+}
+
+/// Runs `op` under `p`, classified by `classify`, in a task of its own (so that a panic in either
+/// unwinds out of the helper into the task's result), recording the attempts its hook sees.
+fn spawn_recorded<F, Fut, C>(p: &Arc<Policy>, op: F, classify: C) -> (Task, Attempts)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<u32, Fail>> + Send + 'static,
+    C: FnMut(&Result<u32, Fail>) -> Outcome + Send + 'static,
+{
     let (options, attempts, _) = recorded(Options::new());
-    let task = {
-        let p = p.clone();
-        tokio::spawn(async move {
-            execute_with(
-                &p,
-                &options,
-                || async { panic!("a bug in the operation") },
-                classify::<u32>,
-            )
-            .await
-        })
-    };
+    let p = p.clone();
+    let task = tokio::spawn(async move { execute_with(&p, &options, op, classify).await });
+    (task, attempts)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_panicking_operation_unwinds_and_frees_its_probe() {
+    let p = at_probe().await;
+    let (task, attempts) = spawn_recorded(&p, || async { panic!("a bug in the operation") }, classify::<u32>);
     let err = task.await.unwrap_err();
     assert!(err.is_panic(), "the panic unwound out of the helper");
     let msg = err
@@ -482,24 +491,12 @@ async fn a_panicking_operation_unwinds_and_frees_its_probe() {
 
 #[tokio::test(start_paused = true)]
 async fn a_panicking_classifier_leaves_the_attempt_to_the_executions_drop() {
-    let p = Arc::new(policy_with(
-        fragile(Duration::from_secs(10)),
-        BudgetConfig::default(),
-    ));
-    probe_ready(&p, Duration::from_secs(10)).await;
-    let (options, attempts, _) = recorded(Options::new());
-    let task = {
-        let p = p.clone();
-        tokio::spawn(async move {
-            execute_with(
-                &p,
-                &options,
-                || async { Ok::<u32, Fail>(1) },
-                |_: &Result<u32, Fail>| -> Outcome { panic!("a bug in the classifier") },
-            )
-            .await
-        })
-    };
+    let p = at_probe().await;
+    let (task, attempts) = spawn_recorded(
+        &p,
+        || async { Ok::<u32, Fail>(1) },
+        |_: &Result<u32, Fail>| -> Outcome { panic!("a bug in the classifier") },
+    );
     assert!(task.await.unwrap_err().is_panic());
     // No hook while unwinding; the probe is freed all the same.
     assert_eq!(outcomes(&attempts), vec![]);
@@ -636,8 +633,7 @@ async fn http_responses_are_classified_by_the_policy() {
 
 #[tokio::test(start_paused = true)]
 async fn a_value_that_is_not_a_status_is_invalid_input_and_frees_the_probe() {
-    let p = policy_with(fragile(Duration::from_secs(10)), BudgetConfig::default());
-    probe_ready(&p, Duration::from_secs(10)).await;
+    let p = at_probe().await;
     let (op, calls) = answers(vec![status(1000)]);
     let e = execute_http(&p, &Options::new(), op, transport)
         .await

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use holdoff::{Breaker, HoldoffError, Outcome, PermitSlot};
+use holdoff::interop::{Coded, ErrorKind, PermitSlot};
+use holdoff::{Breaker, HoldoffError, Outcome};
 use serde_json::{json, Map, Value};
 
 use super::permit_name;
@@ -53,7 +54,10 @@ impl<T: Time> Ctx<T> {
             .ok_or_else(|| format!("no permit named {name:?}"))?;
         match slot.take(b).and_then(|p| b.record(p, o)) {
             Ok(effect) => actual.insert("effect".into(), json!(effect.name())),
-            Err(e) => actual.insert("error".into(), json!(HoldoffError::from(e).name())),
+            Err(e) => actual.insert(
+                "error".into(),
+                json!(ErrorKind::of(&HoldoffError::from(e)).name()),
+            ),
         };
         Ok(())
     }
@@ -124,7 +128,10 @@ impl<T: Time> Ctx<T> {
                 a.insert("effect".into(), json!("counted"));
             }
             Err(e) => {
-                a.insert("error".into(), json!(HoldoffError::from(e).name()));
+                a.insert(
+                    "error".into(),
+                    json!(ErrorKind::of(&HoldoffError::from(e)).name()),
+                );
             }
         }
         check(expect, &a, &["error", "effect"])

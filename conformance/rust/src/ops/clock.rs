@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use holdoff::interop::{Coded, ErrorKind};
 use holdoff::{HoldoffError, Instant};
 use serde_json::{json, Map, Value};
 
@@ -15,7 +16,10 @@ impl<T: Time> Ctx<T> {
             .ok_or("clock_set needs to_ms")?;
         let mut a = Map::new();
         if let Err(e) = self.time.move_to(Instant::from_millis(to)).await {
-            a.insert("error".into(), json!(HoldoffError::from(e).name()));
+            a.insert(
+                "error".into(),
+                json!(ErrorKind::of(&HoldoffError::from(e)).name()),
+            );
         }
         check(expect, &a, &["error"])
     }

@@ -1,6 +1,7 @@
 //! Retry-After and classification steps: `parse_retry_after`, `hint`, `classify` (wall time is
 //! the case's `wall_origin_unix_ms` + now).
 
+use holdoff::interop::{Coded, ErrorKind};
 use holdoff::{hint_from_headers, parse_retry_after, HoldoffError, RetryAfter};
 use serde_json::{json, Map, Value};
 
@@ -52,7 +53,10 @@ impl<T: Time> Ctx<T> {
                 a.insert("retry_later_ms".into(), later);
             }
             Err(e) => {
-                a.insert("error".into(), json!(HoldoffError::from(e).name()));
+                a.insert(
+                    "error".into(),
+                    json!(ErrorKind::of(&HoldoffError::from(e)).name()),
+                );
             }
         }
         check(expect, &a, &["outcome", "retry_later_ms", "error"])

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use holdoff::{Before, HoldoffError, PermitSlot};
+use holdoff::interop::{Coded, ErrorKind, OutcomeKind, PermitSlot};
+use holdoff::{Before, HoldoffError};
 use serde_json::{json, Map, Value};
 
 use super::{call_name, permit_name};
@@ -68,7 +69,10 @@ impl<T: Time> Ctx<T> {
         let permit = match slot.take(policy.breaker()) {
             Ok(p) => p,
             Err(e) => {
-                a.insert("error".into(), json!(HoldoffError::from(e).name()));
+                a.insert(
+                    "error".into(),
+                    json!(ErrorKind::of(&HoldoffError::from(e)).name()),
+                );
                 return check(expect, &a, &after_keys());
             }
         };
@@ -93,11 +97,11 @@ impl<T: Time> Ctx<T> {
             Ok((d, o)) => {
                 a = decision_json(&d);
                 if let Some(o) = o {
-                    a.insert("outcome".into(), json!(o.name()));
+                    a.insert("outcome".into(), json!(OutcomeKind::of(&o).name()));
                 }
             }
             Err(e) => {
-                a.insert("error".into(), json!(e.name()));
+                a.insert("error".into(), json!(ErrorKind::of(&e).name()));
             }
         }
         check(expect, &a, &after_keys())

@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use holdoff::{HoldoffError, LeaseSlot, RetryQuota};
+use holdoff::interop::{Coded, ErrorKind, LeaseSlot};
+use holdoff::{HoldoffError, RetryQuota};
 use serde_json::{json, Map, Value};
 
 use crate::{check, Ctx, Time, R};
@@ -64,7 +65,10 @@ impl<T: Time> Ctx<T> {
         };
         let mut a = Map::new();
         if let Err(e) = result {
-            a.insert("error".into(), json!(HoldoffError::from(e).name()));
+            a.insert(
+                "error".into(),
+                json!(ErrorKind::of(&HoldoffError::from(e)).name()),
+            );
         }
         a.insert("available".into(), json!(q.available()));
         check(expect, &a, &["available", "error"])

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
+use holdoff::interop::{Coded, OutcomeKind};
 use holdoff::{Outcome, Policy};
 use holdoff_conformance::{ms, opt_ms, Ctx, R};
 use holdoff_tokio::reqwest::{middleware_error, transport_outcome, HoldoffMiddleware};
@@ -58,7 +59,7 @@ fn options(
             }
             let at = starts.lock().unwrap().get(a.number as usize - 1).copied();
             s.attempts
-                .push(json!({"at": at, "probe": a.probe, "outcome": a.outcome.name()}));
+                .push(json!({"at": at, "probe": a.probe, "outcome": OutcomeKind::of(&a.outcome).name()}));
         })
         .before_wait(move |w| {
             let mut s = s2.lock().unwrap();

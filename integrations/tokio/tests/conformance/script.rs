@@ -5,6 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use holdoff::interop::{Coded, OutcomeKind};
 use holdoff::Outcome;
 use holdoff_conformance::{headers, outcome, R};
 use holdoff_tokio::HttpResponse;
@@ -86,7 +87,7 @@ pub fn parse(script: &Value) -> R<Vec<Item>> {
                     },
                     v => match outcome(v)? {
                         Outcome::RetryLater(d) => Act::RetryLater(d),
-                        o => return Err(format!("cannot raise {}", o.name())),
+                        o => return Err(format!("cannot raise {}", OutcomeKind::of(&o).name())),
                     },
                 }
             };
