@@ -30,13 +30,12 @@
 #include <stdint.h>
 
 /**
- * The `max_keys` of a group made by `holdoff_group_new` (and of a neutral configuration
- * without `group.max_keys`).
+ * The `max_keys` of a group whose configuration has no `group.max_keys`.
  */
 #define HOLDOFF_GROUP_DEFAULT_MAX_KEYS 10000
 
 /**
- * The largest `max_keys` a group accepts (`holdoff_group_new_with_max_keys`).
+ * The largest `group.max_keys` a configuration accepts.
  */
 #define HOLDOFF_GROUP_MAX_KEYS_LIMIT 100000000
 
@@ -103,7 +102,7 @@
  * for another ABI must not be used (holdoff promises no ABI stability before 1.0; link it
  * statically).
  */
-#define HOLDOFF_ABI_VERSION 2
+#define HOLDOFF_ABI_VERSION 3
 
 /**
  * What a `holdoff_*` function did. Every fallible function returns one.
@@ -137,8 +136,9 @@ enum holdoff_status
      */
     HOLDOFF_STATUS_INVALID_HANDLE = 101,
     /**
-     * An options struct's `struct_size` does not match this library: the header and the
-     * library are from different versions. Initialise options with their `_init` function.
+     * A `holdoff_execution_options.struct_size` does not match this library: the header and
+     * the library are from different versions. Initialise it with
+     * `holdoff_execution_options_init`.
      */
     HOLDOFF_STATUS_ABI_MISMATCH = 102,
     /**
@@ -223,8 +223,8 @@ typedef uint32_t holdoff_state;
 #endif // __cplusplus
 
 /**
- * What happened to a call (`holdoff_breaker_record`, `holdoff_budget_decide`,
- * `holdoff_policy_after`).
+ * What happened to a call (`holdoff_breaker_record`, `holdoff_retry_budget_decide`,
+ * `holdoff_policy_after_attempt`).
  */
 enum holdoff_outcome
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
@@ -346,36 +346,6 @@ typedef uint32_t holdoff_reason;
 #endif // __cplusplus
 
 /**
- * A breaker's trip policy (`holdoff_breaker_options.trip_policy`).
- */
-enum holdoff_trip_policy
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
-    /**
-     * `trip_threshold` consecutive failures (the default, 5).
-     */
-    HOLDOFF_TRIP_POLICY_CONSECUTIVE = 0,
-    /**
-     * `trip_threshold` failures inside a rolling window of `trip_window_ns`.
-     */
-    HOLDOFF_TRIP_POLICY_WINDOW = 1,
-    /**
-     * Failure rate >= `trip_rate` over a rolling `trip_window_ns` of `trip_buckets` buckets,
-     * once `trip_min_calls` calls were seen in it.
-     */
-    HOLDOFF_TRIP_POLICY_RATE = 2,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum holdoff_trip_policy holdoff_trip_policy;
-#else
-typedef uint32_t holdoff_trip_policy;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
-
-/**
  * The kind of a retry decision.
  */
 enum holdoff_decision_kind
@@ -475,7 +445,7 @@ enum holdoff_give_up_reason
     HOLDOFF_GIVE_UP_REASON_CANCELLED = 7,
     /**
      * The server asked for longer than the Retry-After cap and the budget gives up then
-     * (`holdoff_budget_options.give_up_above_cap`); the decision carries the server's delay.
+     * (the configuration's `budget.give_up_above_cap`); the decision carries the server's delay.
      */
     HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP = 8,
     /**
@@ -758,11 +728,19 @@ typedef uint32_t holdoff_verdict;
 typedef struct holdoff_breaker holdoff_breaker;
 
 /**
- * The retry budget of one upstream (`docs/contract.md` §4): when to retry, how long to wait,
- * when to give up. Shared by every caller of the upstream; thread-safe. Free with
- * `holdoff_budget_free`.
+ * Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
+ * template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
+ * `holdoff_breaker_group_free`.
+ *
+ * Bounded, because keys often come from request data: the group keeps at most `max_keys`
+ * breakers (the configuration's `group.max_keys`, `HOLDOFF_GROUP_DEFAULT_MAX_KEYS`
+ * unless it says otherwise). A new key at a full group evicts the least recently used
+ * idle breaker (closed, no failure counted); open, half-open, forced-open and disabled breakers,
+ * and closed ones counting failures, are never evicted. With none idle among the 64 least
+ * recently used, the new key gets an overflow breaker the group does not keep: no call fails
+ * because the group is full. `holdoff_breaker_group_snapshot` counts evictions and overflows.
  */
-typedef struct holdoff_budget holdoff_budget;
+typedef struct holdoff_breaker_group holdoff_breaker_group;
 
 /**
  * Turns an HTTP response (status, headers) into a `holdoff_outcome`. Immutable and
@@ -782,7 +760,7 @@ typedef struct holdoff_clock holdoff_clock;
 /**
  * A parsed, validated configuration in holdoff's neutral JSON format (durations in
  * milliseconds, `"NaN"`/`"Infinity"` spelled as strings, unknown keys refused; see
- * `core/src/config.rs`). Immutable and thread-safe. Free with `holdoff_config_free`.
+ * `core/src/interop/config.rs`). Immutable and thread-safe. Free with `holdoff_config_free`.
  */
 typedef struct holdoff_config holdoff_config;
 
@@ -796,22 +774,7 @@ typedef struct holdoff_config holdoff_config;
 typedef struct holdoff_execution holdoff_execution;
 
 /**
- * Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
- * template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
- * `holdoff_group_free`.
- *
- * Bounded, because keys often come from request data: the group keeps at most `max_keys`
- * breakers (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` unless created with
- * `holdoff_group_new_with_max_keys`). A new key at a full group evicts the least recently used
- * idle breaker (closed, no failure counted); open, half-open, forced-open and disabled breakers,
- * and closed ones counting failures, are never evicted. With none idle among the 64 least
- * recently used, the new key gets an overflow breaker the group does not keep: no call fails
- * because the group is full. `holdoff_group_snapshot` counts evictions and overflows.
- */
-typedef struct holdoff_group holdoff_group;
-
-/**
- * The keys a group keeps, copied at one moment (`holdoff_group_keys`), sorted by their bytes.
+ * The keys a group keeps, copied at one moment (`holdoff_breaker_group_keys`), sorted by their bytes.
  * Immutable and thread-safe. Free with `holdoff_key_list_free`.
  */
 typedef struct holdoff_key_list holdoff_key_list;
@@ -830,11 +793,18 @@ typedef struct holdoff_policy holdoff_policy;
 typedef struct holdoff_policy_call holdoff_policy_call;
 
 /**
+ * The retry budget of one upstream (`docs/contract.md` §4): when to retry, how long to wait,
+ * when to give up. Shared by every caller of the upstream; thread-safe. Free with
+ * `holdoff_retry_budget_free`.
+ */
+typedef struct holdoff_retry_budget holdoff_retry_budget;
+
+/**
  * A retry quota: retries cost tokens, retries after a timeout cost more, successes refund
  * (AWS SDK standard mode). Clock-free and lock-free; thread-safe. Free with
- * `holdoff_quota_free`.
+ * `holdoff_retry_quota_free`.
  */
-typedef struct holdoff_quota holdoff_quota;
+typedef struct holdoff_retry_quota holdoff_retry_quota;
 
 /**
  * The per-call part of retrying (retries taken, first failure): one per logical call, across
@@ -843,82 +813,8 @@ typedef struct holdoff_quota holdoff_quota;
 typedef struct holdoff_retry_state holdoff_retry_state;
 
 /**
- * Configuration of a breaker. Fill it with `holdoff_breaker_options_init` (the core's
- * defaults), then change fields. Durations are nanoseconds.
- */
-typedef struct holdoff_breaker_options {
-    /**
-     * `sizeof(holdoff_breaker_options)`, set by `holdoff_breaker_options_init`; a mismatch is
-     * `HOLDOFF_STATUS_ABI_MISMATCH`.
-     */
-    size_t struct_size;
-    /**
-     * A `holdoff_trip_policy`. Default `HOLDOFF_TRIP_POLICY_CONSECUTIVE`.
-     */
-    uint32_t trip_policy;
-    /**
-     * Failures that trip it, for the consecutive and window policies (1..=1000000).
-     * Default 5.
-     */
-    uint32_t trip_threshold;
-    /**
-     * Rate policy: calls needed in the window before the rate is judged (1..=1000000).
-     */
-    uint32_t trip_min_calls;
-    /**
-     * Rate policy: buckets the window is divided into (1..=1000). Default 10.
-     */
-    uint32_t trip_buckets;
-    /**
-     * Rate policy: failure rate in (0, 1] at which it trips.
-     */
-    double trip_rate;
-    /**
-     * Window and rate policies: the rolling window, ns (> 0).
-     */
-    uint64_t trip_window_ns;
-    /**
-     * First open interval, ns (> 0). Default 30 s.
-     */
-    uint64_t open_initial_ns;
-    /**
-     * Growth of the open interval per failed probe (finite, >= 1). Default 2.
-     */
-    double open_multiplier;
-    /**
-     * Cap of the open interval, ns (>= `open_initial_ns`). Default 300 s.
-     */
-    uint64_t open_max_ns;
-    /**
-     * Fraction in [0, 1) of an interval that jitter may subtract. Default 0.
-     */
-    double open_jitter;
-    /**
-     * Consecutive probe answers needed to close (1..=1000). Default 3.
-     */
-    uint32_t recoveries;
-    /**
-     * Probes admitted per interval (1..=1000). Default 1.
-     */
-    uint32_t max_probes_in_flight;
-    /**
-     * How long an unanswered probe holds its slot, ns; 0 means the open interval in force when
-     * it was admitted (the default).
-     */
-    uint64_t probe_timeout_ns;
-    /**
-     * Guard on a provider's retry-later delay, ns (> 0). Default 300 s.
-     */
-    uint64_t max_retry_later_ns;
-    /**
-     * Seed of the jitter PRNG. Default 0.
-     */
-    uint64_t seed;
-} holdoff_breaker_options;
-
-/**
- * Leave to make one call, from `holdoff_breaker_allow` (or a policy's `before`). Record it
- * exactly once with `holdoff_breaker_record` (or `holdoff_policy_after`); a second record is
+ * Leave to make one call, from `holdoff_breaker_allow` (or `holdoff_policy_before_attempt`). Record it
+ * exactly once with `holdoff_breaker_record` (or `holdoff_policy_after_attempt`); a second record is
  * `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`. A plain value: copy it freely, but record only one
  * copy. An unrecorded probe permit holds its probe slot until the probe timeout.
  */
@@ -1051,7 +947,7 @@ typedef struct holdoff_snapshot {
 /**
  * One state change (`holdoff_breaker_drain_events`).
  */
-typedef struct holdoff_event {
+typedef struct holdoff_state_change {
     /**
      * When it happened, ns since the clock's origin.
      */
@@ -1089,12 +985,12 @@ typedef struct holdoff_event {
      * 1 if `open_for_ns` is set.
      */
     uint8_t has_open_for;
-} holdoff_event;
+} holdoff_state_change;
 
 /**
- * A side-effect-free view of a group's counts (`holdoff_group_snapshot`).
+ * A side-effect-free view of a group's counts (`holdoff_breaker_group_snapshot`).
  */
-typedef struct holdoff_group_stats {
+typedef struct holdoff_group_snapshot {
     /**
      * Breakers the group keeps now (at most `max_keys`).
      */
@@ -1111,66 +1007,10 @@ typedef struct holdoff_group_stats {
      * Overflow breakers handed out (not kept) because nothing could be evicted.
      */
     uint64_t overflows;
-} holdoff_group_stats;
+} holdoff_group_snapshot;
 
 /**
- * Configuration of a retry budget. Fill it with `holdoff_budget_options_init`, then change
- * fields. Durations are nanoseconds.
- */
-typedef struct holdoff_budget_options {
-    /**
-     * `sizeof(holdoff_budget_options)`, set by `holdoff_budget_options_init`.
-     */
-    size_t struct_size;
-    /**
-     * Total time one rate-limit episode may take, ns; at least twice `retry_after_cap_ns`.
-     * Default 30 min.
-     */
-    uint64_t max_rate_limit_duration_ns;
-    /**
-     * Cap on one Retry-After wait, ns (> 0). Default 300 s.
-     */
-    uint64_t retry_after_cap_ns;
-    /**
-     * First backoff of the counted path, ns (> 0). Default 500 ms.
-     */
-    uint64_t backoff_initial_ns;
-    /**
-     * Backoff growth per retry (finite, >= 1). Default 2.
-     */
-    double backoff_multiplier;
-    /**
-     * Backoff cap, ns (>= initial). Default 60 s.
-     */
-    uint64_t backoff_max_ns;
-    /**
-     * Fraction in [0, 1) of a backoff that jitter may subtract. Default 0.
-     */
-    double backoff_jitter;
-    /**
-     * Total time of the counted path from a call's first failure, ns (> 0). Default 12 h.
-     */
-    uint64_t max_backoff_duration_ns;
-    /**
-     * Seed of the jitter PRNG. Default 0.
-     */
-    uint64_t seed;
-    /**
-     * Retries allowed on the counted path (0 disables it). Default 10.
-     */
-    uint32_t max_retries;
-    /**
-     * What to do when a server asks for longer than `retry_after_cap_ns`: 0 (default) waits the
-     * cap and the decision says `capped`; 1 gives up at once with
-     * `HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP` and the server's delay (for callers who
-     * would rather reschedule than ask before the time the server named). Other values are
-     * `HOLDOFF_STATUS_INVALID_CONFIG` (`budget.give_up_above_cap`).
-     */
-    uint8_t give_up_above_cap;
-} holdoff_budget_options;
-
-/**
- * A retry decision (`holdoff_budget_decide`, `holdoff_policy_after`).
+ * A retry decision (`holdoff_retry_budget_decide`, `holdoff_policy_after_attempt`).
  */
 typedef struct holdoff_decision {
     /**
@@ -1206,7 +1046,7 @@ typedef struct holdoff_decision {
 } holdoff_decision;
 
 /**
- * A budget's rate-limit episode (`holdoff_budget_episode`).
+ * A budget's rate-limit episode (`holdoff_retry_budget_episode`).
  */
 typedef struct holdoff_episode {
     /**
@@ -1224,6 +1064,11 @@ typedef struct holdoff_episode {
  * zero-initialise it and set `struct_size`: both give the core's defaults (no attempt timeout,
  * `HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS` in total). To set a limit, set its kind to
  * `HOLDOFF_LIMIT_SET` and its `_ns` field; `HOLDOFF_LIMIT_NONE` removes it.
+ *
+ * These are the arguments of one call, not an object's configuration (that is a
+ * `holdoff_config`): a caller may narrow them per call, as the Go binding does with a
+ * context's deadline. `holdoff_config_execution_options` fills them from a configuration's
+ * `execute` part.
  */
 typedef struct holdoff_execution_options {
     /**
@@ -1386,46 +1231,6 @@ typedef struct holdoff_retry_after {
 } holdoff_retry_after;
 
 /**
- * Configuration of a classifier. Fill it with `holdoff_classifier_options_init`. The status
- * arrays are read during `holdoff_classifier_new` only (copied).
- */
-typedef struct holdoff_classifier_options {
-    /**
-     * `sizeof(holdoff_classifier_options)`, set by `holdoff_classifier_options_init`.
-     */
-    size_t struct_size;
-    /**
-     * Statuses counted as failures, overriding the default mapping (may be NULL if len 0).
-     */
-    const uint16_t *failure_statuses;
-    /**
-     * Number of `failure_statuses`.
-     */
-    size_t failure_statuses_len;
-    /**
-     * Statuses counted as answers (reachable, not retryable).
-     */
-    const uint16_t *answer_statuses;
-    /**
-     * Number of `answer_statuses`.
-     */
-    size_t answer_statuses_len;
-    /**
-     * Statuses whose delay hint opens a retry-later wait. Default 429 and 503 (a static array).
-     */
-    const uint16_t *retry_after_statuses;
-    /**
-     * Number of `retry_after_statuses`.
-     */
-    size_t retry_after_statuses_len;
-    /**
-     * Wait for a 429 that carries no usable hint, ns; 0 (default) means none: such a 429 is a
-     * failure and takes the budget's counted backoff.
-     */
-    uint64_t rate_limit_default_wait_ns;
-} holdoff_classifier_options;
-
-/**
  * A classified response (`holdoff_classifier_classify`, `holdoff_policy_after_response`).
  */
 typedef struct holdoff_classification {
@@ -1455,7 +1260,7 @@ typedef struct holdoff_classification {
 } holdoff_classification;
 
 /**
- * What to do before an attempt (`holdoff_policy_before`).
+ * What to do before an attempt (`holdoff_policy_before_attempt`).
  */
 typedef struct holdoff_before {
     /**
@@ -1481,35 +1286,8 @@ typedef struct holdoff_before {
 } holdoff_before;
 
 /**
- * Configuration of a retry quota, in whole tokens (each 0..=1000000000). Fill it with
- * `holdoff_quota_options_init`.
- */
-typedef struct holdoff_quota_options {
-    /**
-     * `sizeof(holdoff_quota_options)`, set by `holdoff_quota_options_init`.
-     */
-    size_t struct_size;
-    /**
-     * Tokens in a full bucket. Default 500.
-     */
-    uint64_t capacity;
-    /**
-     * Cost of a retry (<= capacity). Default 5.
-     */
-    uint64_t retry_cost;
-    /**
-     * Cost of a retry after a timeout (<= capacity). Default 10.
-     */
-    uint64_t timeout_cost;
-    /**
-     * Tokens a success without retry adds back (<= capacity). Default 1.
-     */
-    uint64_t success_refill;
-} holdoff_quota_options;
-
-/**
- * The result of `holdoff_quota_acquire`: a lease on the tokens of one retry. Give an acquired
- * lease back with `holdoff_quota_on_success` on the quota that issued it, when the call finally
+ * The result of `holdoff_retry_quota_acquire`: a lease on the tokens of one retry. Give an acquired
+ * lease back with `holdoff_retry_quota_on_success` on the quota that issued it, when the call finally
  * succeeds (at most once). A plain value: copy it freely, but give back only one copy.
  */
 typedef struct holdoff_quota_lease {
@@ -1545,31 +1323,17 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Fills `*options` with the core's defaults (5 consecutive failures; open 30 s doubling to
- * 300 s, no jitter; 3 recoveries; 1 probe; probe timeout = the interval; retry-later guard
- * 300 s; seed 0) and sets `struct_size`.
+ * Creates a closed breaker from `config`'s `breaker` part (the core's defaults if it has none,
+ * or if `config` is NULL), reading `clock`. The configuration was validated when parsed.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `options` must be NULL or valid for a write of `holdoff_breaker_options`.
- */
-holdoff_status holdoff_breaker_options_init(struct holdoff_breaker_options *options);
-
-/**
- * Creates a closed breaker reading `clock`.
- *
- * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the first invalid field
- * (`holdoff_last_error_field`), e.g. `breaker.open_interval.multiplier` for a NaN or < 1
- * multiplier; `HOLDOFF_STATUS_ABI_MISMATCH` if `options->struct_size` is wrong;
- * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
  *
  * # Safety
- * `options` must be NULL or point to a readable `holdoff_breaker_options`; `clock` NULL or a
- * live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
- * `*out` and frees it once with `holdoff_breaker_free`.
+ * `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
+ * `out` NULL or valid for writing a pointer. On success the caller owns `*out` and frees it
+ * once with `holdoff_breaker_free`.
  */
-holdoff_status holdoff_breaker_new(const struct holdoff_breaker_options *options,
+holdoff_status holdoff_breaker_new(const struct holdoff_config *config,
                                    const struct holdoff_clock *clock,
                                    struct holdoff_breaker **out);
 
@@ -1651,7 +1415,7 @@ holdoff_status holdoff_breaker_snapshot(const struct holdoff_breaker *breaker,
  * elements; `out_len` NULL or valid for a write.
  */
 holdoff_status holdoff_breaker_drain_events(const struct holdoff_breaker *breaker,
-                                            struct holdoff_event *events,
+                                            struct holdoff_state_change *events,
                                             size_t capacity,
                                             size_t *out_len);
 
@@ -1689,36 +1453,21 @@ holdoff_status holdoff_breaker_disable(const struct holdoff_breaker *breaker);
 holdoff_status holdoff_breaker_reset(const struct holdoff_breaker *breaker);
 
 /**
- * Creates an empty group of at most `HOLDOFF_GROUP_DEFAULT_MAX_KEYS` breakers, built from
- * `template` and reading `clock`.
+ * Creates an empty group whose template is `config`'s `breaker` part (the core's defaults if
+ * it has none, or if `config` is NULL), bounded by its `group.max_keys`
+ * (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` if absent), reading `clock`. The configuration was
+ * validated when parsed, so `holdoff_breaker_group_get` cannot fail on it.
  *
- * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` (the template is validated now, so
- * `holdoff_group_get` cannot fail on configuration); `HOLDOFF_STATUS_ABI_MISMATCH`;
- * `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `template` must be NULL or point to a readable `holdoff_breaker_options`; `clock` NULL or a
- * live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
- * `*out` and frees it once with `holdoff_group_free`.
- */
-holdoff_status holdoff_group_new(const struct holdoff_breaker_options *template_,
-                                 const struct holdoff_clock *clock,
-                                 struct holdoff_group **out);
-
-/**
- * Creates an empty group of at most `max_keys` breakers (1..=`HOLDOFF_GROUP_MAX_KEYS_LIMIT`),
- * built from `template` and reading `clock`. 0 is refused, not taken as the default.
- *
- * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` for the template (its field) or for `max_keys`
- * (field `group.max_keys`); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
  *
  * # Safety
- * As `holdoff_group_new`.
+ * `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
+ * `out` NULL or valid for writing a pointer. On success the caller owns `*out` and frees it
+ * once with `holdoff_breaker_group_free`.
  */
-holdoff_status holdoff_group_new_with_max_keys(const struct holdoff_breaker_options *template_,
-                                               size_t max_keys,
-                                               const struct holdoff_clock *clock,
-                                               struct holdoff_group **out);
+holdoff_status holdoff_breaker_group_new(const struct holdoff_config *config,
+                                         const struct holdoff_clock *clock,
+                                         struct holdoff_breaker_group **out);
 
 /**
  * Releases a group handle. NULL does nothing. Breaker handles obtained from it stay valid.
@@ -1727,7 +1476,7 @@ holdoff_status holdoff_group_new_with_max_keys(const struct holdoff_breaker_opti
  * `group` must be NULL or a live group handle, not used again afterwards and not in use by
  * another thread.
  */
-holdoff_status holdoff_group_free(struct holdoff_group *group);
+holdoff_status holdoff_breaker_group_free(struct holdoff_breaker_group *group);
 
 /**
  * Writes a new handle to the breaker for `key` (UTF-8, `key_len` bytes, no NUL needed) to
@@ -1747,10 +1496,10 @@ holdoff_status holdoff_group_free(struct holdoff_group *group);
  * `group` must be NULL or a live group handle; `key` valid for reading `key_len` bytes; `out`
  * NULL or valid for writing a pointer.
  */
-holdoff_status holdoff_group_get(const struct holdoff_group *group,
-                                 const char *key,
-                                 size_t key_len,
-                                 struct holdoff_breaker **out);
+holdoff_status holdoff_breaker_group_get(const struct holdoff_breaker_group *group,
+                                         const char *key,
+                                         size_t key_len,
+                                         struct holdoff_breaker **out);
 
 /**
  * Writes the number of breakers the group keeps to `*out_len` (overflow breakers are not
@@ -1761,7 +1510,8 @@ holdoff_status holdoff_group_get(const struct holdoff_group *group,
  * # Safety
  * `group` must be NULL or a live group handle; `out_len` NULL or valid for a write.
  */
-holdoff_status holdoff_group_len(const struct holdoff_group *group, size_t *out_len);
+holdoff_status holdoff_breaker_group_len(const struct holdoff_breaker_group *group,
+                                         size_t *out_len);
 
 /**
  * Writes the group's counts (breakers kept, `max_keys`, evictions, overflows) to `*out`,
@@ -1772,8 +1522,8 @@ holdoff_status holdoff_group_len(const struct holdoff_group *group, size_t *out_
  * # Safety
  * `group` must be NULL or a live group handle; `out` NULL or valid for a write.
  */
-holdoff_status holdoff_group_snapshot(const struct holdoff_group *group,
-                                      struct holdoff_group_stats *out);
+holdoff_status holdoff_breaker_group_snapshot(const struct holdoff_breaker_group *group,
+                                              struct holdoff_group_snapshot *out);
 
 /**
  * Copies the keys the group keeps now, sorted by their bytes, into a new key list written to
@@ -1786,7 +1536,8 @@ holdoff_status holdoff_group_snapshot(const struct holdoff_group *group,
  * `group` must be NULL or a live group handle; `out` NULL or valid for writing a pointer. On
  * success the caller owns `*out` and frees it once with `holdoff_key_list_free`.
  */
-holdoff_status holdoff_group_keys(const struct holdoff_group *group, struct holdoff_key_list **out);
+holdoff_status holdoff_breaker_group_keys(const struct holdoff_breaker_group *group,
+                                          struct holdoff_key_list **out);
 
 /**
  * Releases a key list. NULL does nothing; the pointers `holdoff_key_list_get` gave become
@@ -1826,32 +1577,20 @@ holdoff_status holdoff_key_list_get(const struct holdoff_key_list *list,
                                     size_t *out_key_len);
 
 /**
- * Fills `*options` with the core's defaults (episode budget 30 min, Retry-After cap 300 s,
- * 10 retries, backoff 500 ms doubling to 60 s without jitter, counted budget 12 h, a server's
- * delay above the cap waits the cap, seed 0).
+ * Creates a retry budget from `config`'s `budget` part (the core's defaults if it has none, or
+ * if `config` is NULL), reading `clock` (share the clock with the breaker of a policy). The
+ * configuration was validated when parsed.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `options` must be NULL or valid for a write of `holdoff_budget_options`.
- */
-holdoff_status holdoff_budget_options_init(struct holdoff_budget_options *options);
-
-/**
- * Creates a retry budget reading `clock` (share the clock with the breaker of a policy).
- *
- * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (e.g.
- * `budget.max_rate_limit_duration` when it leaves no room for two capped waits);
- * `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
  *
  * # Safety
- * `options` must be NULL or point to a readable `holdoff_budget_options`; `clock` NULL or a
- * live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
- * `*out` and frees it once with `holdoff_budget_free`.
+ * `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
+ * `out` NULL or valid for writing a pointer. On success the caller owns `*out` and frees it
+ * once with `holdoff_retry_budget_free`.
  */
-holdoff_status holdoff_budget_new(const struct holdoff_budget_options *options,
-                                  const struct holdoff_clock *clock,
-                                  struct holdoff_budget **out);
+holdoff_status holdoff_retry_budget_new(const struct holdoff_config *config,
+                                        const struct holdoff_clock *clock,
+                                        struct holdoff_retry_budget **out);
 
 /**
  * Releases a budget handle. NULL does nothing. A policy using the budget keeps it alive.
@@ -1860,7 +1599,7 @@ holdoff_status holdoff_budget_new(const struct holdoff_budget_options *options,
  * `budget` must be NULL or a live budget handle, not used again afterwards and not in use by
  * another thread.
  */
-holdoff_status holdoff_budget_free(struct holdoff_budget *budget);
+holdoff_status holdoff_retry_budget_free(struct holdoff_retry_budget *budget);
 
 /**
  * Decides what to do after an attempt's outcome (`holdoff_outcome`, plus the provider's
@@ -1874,11 +1613,11 @@ holdoff_status holdoff_budget_free(struct holdoff_budget *budget);
  * `budget` and `state` must be NULL or live handles of their types; `out` NULL or valid for a
  * write.
  */
-holdoff_status holdoff_budget_decide(const struct holdoff_budget *budget,
-                                     const struct holdoff_retry_state *state,
-                                     uint32_t outcome,
-                                     uint64_t retry_later_ns,
-                                     struct holdoff_decision *out);
+holdoff_status holdoff_retry_budget_decide(const struct holdoff_retry_budget *budget,
+                                           const struct holdoff_retry_state *state,
+                                           uint32_t outcome,
+                                           uint64_t retry_later_ns,
+                                           struct holdoff_decision *out);
 
 /**
  * Writes the budget's rate-limit episode (active, start time) to `*out`.
@@ -1888,8 +1627,8 @@ holdoff_status holdoff_budget_decide(const struct holdoff_budget *budget,
  * # Safety
  * `budget` must be NULL or a live budget handle; `out` NULL or valid for a write.
  */
-holdoff_status holdoff_budget_episode(const struct holdoff_budget *budget,
-                                      struct holdoff_episode *out);
+holdoff_status holdoff_retry_budget_episode(const struct holdoff_retry_budget *budget,
+                                            struct holdoff_episode *out);
 
 /**
  * Creates the state of a fresh logical call.
@@ -2037,68 +1776,28 @@ holdoff_status holdoff_config_free(struct holdoff_config *config);
 holdoff_status holdoff_config_parts(const struct holdoff_config *config, uint32_t *out_parts);
 
 /**
- * Creates a closed breaker from the configuration's `breaker` part (the core's defaults if it
- * has none), reading `clock`. Free it with `holdoff_breaker_free`.
+ * Writes the neutral JSON of `config` (NULL: the core's defaults) into `buf`: every part
+ * (`breaker`, `budget`, `quota`, `classifier`, `group`, `execute`) with every field explicit,
+ * absent parts and fields filled with the core's defaults, so it is exactly what the objects
+ * built from the configuration use. Durations are float milliseconds; `null` is "none" (no
+ * probe timeout, no default wait, no limit). The text is UTF-8 followed by a NUL, and
+ * `holdoff_config_parse` reads it back to the same configuration.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Writes the text's length in bytes (without the NUL) to `*out_len`. With `capacity` 0 only
+ * the length is written (`buf` may then be NULL): call once to size the buffer, then again
+ * with `capacity` at least the length + 1.
  *
- * # Safety
- * `config`, `clock` must be NULL or live handles; `out` NULL or valid for writing a pointer.
- */
-holdoff_status holdoff_config_new_breaker(const struct holdoff_config *config,
-                                          const struct holdoff_clock *clock,
-                                          struct holdoff_breaker **out);
-
-/**
- * Creates a breaker group whose template is the configuration's `breaker` part (the core's
- * defaults if it has none), bounded by its `group.max_keys` (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS`
- * if absent), reading `clock`. Free it with `holdoff_group_free`.
- *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `capacity` when it is neither 0 nor at least
+ * the length + 1 (nothing is written); `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
- * `config`, `clock` must be NULL or live handles; `out` NULL or valid for writing a pointer.
+ * `config` must be NULL or a live configuration handle; `buf` valid for writing `capacity`
+ * bytes; `out_len` NULL or valid for a write.
  */
-holdoff_status holdoff_config_new_group(const struct holdoff_config *config,
-                                        const struct holdoff_clock *clock,
-                                        struct holdoff_group **out);
-
-/**
- * Creates a retry budget from the configuration's `budget` part (the core's defaults if it
- * has none), reading `clock`. Free it with `holdoff_budget_free`.
- *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `config`, `clock` must be NULL or live handles; `out` NULL or valid for writing a pointer.
- */
-holdoff_status holdoff_config_new_budget(const struct holdoff_config *config,
-                                         const struct holdoff_clock *clock,
-                                         struct holdoff_budget **out);
-
-/**
- * Creates a full retry quota from the configuration's `quota` part (the core's defaults if
- * it has none). Free it with `holdoff_quota_free`.
- *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `config` must be NULL or a live handle; `out` NULL or valid for writing a pointer.
- */
-holdoff_status holdoff_config_new_quota(const struct holdoff_config *config,
-                                        struct holdoff_quota **out);
-
-/**
- * Creates a classifier from the configuration's `classifier` part (the default classifier
- * if it has none). Free it with `holdoff_classifier_free`.
- *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `config` must be NULL or a live handle; `out` NULL or valid for writing a pointer.
- */
-holdoff_status holdoff_config_new_classifier(const struct holdoff_config *config,
-                                             struct holdoff_classifier **out);
+holdoff_status holdoff_config_to_json(const struct holdoff_config *config,
+                                      char *buf,
+                                      size_t capacity,
+                                      size_t *out_len);
 
 /**
  * Writes the time limits of the configuration's `execute` part (`attempt_timeout_ms`,
@@ -2241,13 +1940,13 @@ holdoff_status holdoff_execution_stop(const struct holdoff_execution *execution,
 
 /**
  * The stable name of a `holdoff_verdict` (`return`, `rethrow`, `breaker_open`, `give_up`,
- * `cancelled`, `invalid_input`; the core's names); NULL for an unknown value. Static string.
+ * `cancelled`, `invalid_input`); NULL for an unknown value. Static string.
  */
 const char *holdoff_verdict_name(uint32_t verdict);
 
 /**
- * The name of a `holdoff_step_kind` (`attempt`, `wait`, `finish`); NULL for an unknown value.
- * Static string.
+ * The name of a `holdoff_step_kind` (`attempt`, `wait`, `finish`); NULL for an unknown
+ * value. Static string.
  */
 const char *holdoff_step_kind_name(uint32_t kind);
 
@@ -2313,32 +2012,21 @@ holdoff_status holdoff_hint_from_headers(const struct holdoff_header *headers,
                                          struct holdoff_retry_after *out);
 
 /**
- * Fills `*options` with the default classifier: no overrides, Retry-After honoured on 429 and
- * 503, no default wait for a 429 without a hint.
+ * Creates a classifier from `config`'s `classifier` part (the default classifier if it has
+ * none, or if `config` is NULL). Default mapping: 1xx-3xx success; 429/503 with a usable
+ * non-zero hint retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every
+ * other status an answer; a status outside 100..=599 (a 0, a 600, a 999) a failure, whatever
+ * else the response says. The configuration's status lists win over the default, failures
+ * first; then `x-should-retry: false` makes any status from 400 up an answer and
+ * `x-should-retry: true` makes an answer a failure.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `options` must be NULL or valid for a write of `holdoff_classifier_options`.
- */
-holdoff_status holdoff_classifier_options_init(struct holdoff_classifier_options *options);
-
-/**
- * Creates a classifier. Default mapping: 1xx-3xx success; 429/503 with a usable non-zero hint
- * retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every other status an
- * answer; a status outside 100..=599 (a 0, a 600, a 999) a failure, whatever else the response
- * says. The override lists win over the default, failures first; then `x-should-retry: false`
- * makes any status from 400 up an answer and `x-should-retry: true` makes an answer a failure.
- *
- * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (a status outside 100..=599);
- * `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`out`).
  *
  * # Safety
- * `options` must be NULL or point to a readable `holdoff_classifier_options` whose arrays are
- * valid for their lengths; `out` NULL or valid for writing a pointer. On success the caller
- * owns `*out` and frees it once with `holdoff_classifier_free`.
+ * `config` must be NULL or a live configuration handle; `out` NULL or valid for writing a
+ * pointer. On success the caller owns `*out` and frees it once with `holdoff_classifier_free`.
  */
-holdoff_status holdoff_classifier_new(const struct holdoff_classifier_options *options,
+holdoff_status holdoff_classifier_new(const struct holdoff_config *config,
                                       struct holdoff_classifier **out);
 
 /**
@@ -2383,8 +2071,8 @@ holdoff_status holdoff_classifier_classify(const struct holdoff_classifier *clas
  * frees it once with `holdoff_policy_free`.
  */
 holdoff_status holdoff_policy_new(const struct holdoff_breaker *breaker,
-                                  const struct holdoff_budget *budget,
-                                  const struct holdoff_quota *quota,
+                                  const struct holdoff_retry_budget *budget,
+                                  const struct holdoff_retry_quota *quota,
                                   const struct holdoff_classifier *classifier,
                                   struct holdoff_policy **out);
 
@@ -2438,10 +2126,10 @@ holdoff_status holdoff_policy_call_attempts(const struct holdoff_policy_call *ca
  * # Safety
  * `policy`, `call` must be NULL or live handles; `out`, `out_permit` NULL or valid for a write.
  */
-holdoff_status holdoff_policy_before(const struct holdoff_policy *policy,
-                                     const struct holdoff_policy_call *call,
-                                     struct holdoff_before *out,
-                                     struct holdoff_permit *out_permit);
+holdoff_status holdoff_policy_before_attempt(const struct holdoff_policy *policy,
+                                             const struct holdoff_policy_call *call,
+                                             struct holdoff_before *out,
+                                             struct holdoff_permit *out_permit);
 
 /**
  * After an attempt: records the outcome (`holdoff_outcome`, with the provider's delay for
@@ -2454,17 +2142,17 @@ holdoff_status holdoff_policy_before(const struct holdoff_policy *policy,
  *
  * # Safety
  * `policy`, `call` must be NULL or live handles; `permit` NULL or a valid, writable permit
- * from `holdoff_policy_before`; `out` NULL or valid for a write.
+ * from `holdoff_policy_before_attempt`; `out` NULL or valid for a write.
  */
-holdoff_status holdoff_policy_after(const struct holdoff_policy *policy,
-                                    const struct holdoff_policy_call *call,
-                                    struct holdoff_permit *permit,
-                                    uint32_t outcome,
-                                    uint64_t retry_later_ns,
-                                    struct holdoff_decision *out);
+holdoff_status holdoff_policy_after_attempt(const struct holdoff_policy *policy,
+                                            const struct holdoff_policy_call *call,
+                                            struct holdoff_permit *permit,
+                                            uint32_t outcome,
+                                            uint64_t retry_later_ns,
+                                            struct holdoff_decision *out);
 
 /**
- * `holdoff_policy_after` for an HTTP response: classifies (`status`, headers) with the
+ * `holdoff_policy_after_attempt` for an HTTP response: classifies (`status`, headers) with the
  * policy's classifier at the decision's one clock reading (so HTTP-dates and the delay agree),
  * then decides. Writes the classification to `*out_classification` if it is not NULL.
  * `status` is whatever integer the HTTP client gave: 0..=999 is a status (one outside
@@ -2476,7 +2164,7 @@ holdoff_status holdoff_policy_after(const struct holdoff_policy *policy,
  * `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`, `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
- * As `holdoff_policy_after`; `headers` valid for reading `n_headers` headers;
+ * As `holdoff_policy_after_attempt`; `headers` valid for reading `n_headers` headers;
  * `out_classification` NULL or valid for a write.
  */
 holdoff_status holdoff_policy_after_response(const struct holdoff_policy *policy,
@@ -2489,29 +2177,17 @@ holdoff_status holdoff_policy_after_response(const struct holdoff_policy *policy
                                              struct holdoff_classification *out_classification);
 
 /**
- * Fills `*options` with the core's defaults (500 tokens, 5 a retry, 10 after a timeout, 1
- * back per success without retry).
+ * Creates a full retry quota from `config`'s `quota` part (the core's defaults if it has none,
+ * or if `config` is NULL). The configuration was validated when parsed.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
- *
- * # Safety
- * `options` must be NULL or valid for a write of `holdoff_quota_options`.
- */
-holdoff_status holdoff_quota_options_init(struct holdoff_quota_options *options);
-
-/**
- * Creates a full retry quota.
- *
- * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (e.g. `quota.retry_cost` above
- * the capacity); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`out`).
  *
  * # Safety
- * `options` must be NULL or point to a readable `holdoff_quota_options`; `out` NULL or valid
- * for writing a pointer. On success the caller owns `*out` and frees it once with
- * `holdoff_quota_free`.
+ * `config` must be NULL or a live configuration handle; `out` NULL or valid for writing a
+ * pointer. On success the caller owns `*out` and frees it once with `holdoff_retry_quota_free`.
  */
-holdoff_status holdoff_quota_new(const struct holdoff_quota_options *options,
-                                 struct holdoff_quota **out);
+holdoff_status holdoff_retry_quota_new(const struct holdoff_config *config,
+                                       struct holdoff_retry_quota **out);
 
 /**
  * Releases a quota handle. NULL does nothing. A policy using the quota keeps it alive.
@@ -2520,7 +2196,7 @@ holdoff_status holdoff_quota_new(const struct holdoff_quota_options *options,
  * `quota` must be NULL or a live quota handle, not used again afterwards and not in use by
  * another thread.
  */
-holdoff_status holdoff_quota_free(struct holdoff_quota *quota);
+holdoff_status holdoff_retry_quota_free(struct holdoff_retry_quota *quota);
 
 /**
  * Takes the cost of one retry (`after_timeout` nonzero selects the timeout cost) and writes
@@ -2531,9 +2207,9 @@ holdoff_status holdoff_quota_free(struct holdoff_quota *quota);
  * # Safety
  * `quota` must be NULL or a live quota handle; `out_lease` NULL or valid for a write.
  */
-holdoff_status holdoff_quota_acquire(const struct holdoff_quota *quota,
-                                     uint8_t after_timeout,
-                                     struct holdoff_quota_lease *out_lease);
+holdoff_status holdoff_retry_quota_acquire(const struct holdoff_retry_quota *quota,
+                                           uint8_t after_timeout,
+                                           struct holdoff_quota_lease *out_lease);
 
 /**
  * A call succeeded: refunds `lease` (marking it returned), or, if `lease` is NULL (the call
@@ -2547,11 +2223,11 @@ holdoff_status holdoff_quota_acquire(const struct holdoff_quota *quota,
  *
  * # Safety
  * `quota` must be NULL or a live quota handle; `lease` NULL or a valid, writable lease from
- * `holdoff_quota_acquire` (other threads may give back the same lease concurrently; only one
+ * `holdoff_retry_quota_acquire` (other threads may give back the same lease concurrently; only one
  * succeeds).
  */
-holdoff_status holdoff_quota_on_success(const struct holdoff_quota *quota,
-                                        struct holdoff_quota_lease *lease);
+holdoff_status holdoff_retry_quota_on_success(const struct holdoff_retry_quota *quota,
+                                              struct holdoff_quota_lease *lease);
 
 /**
  * Writes the tokens left to `*out_available`.
@@ -2561,7 +2237,8 @@ holdoff_status holdoff_quota_on_success(const struct holdoff_quota *quota,
  * # Safety
  * `quota` must be NULL or a live quota handle; `out_available` NULL or valid for a write.
  */
-holdoff_status holdoff_quota_available(const struct holdoff_quota *quota, uint64_t *out_available);
+holdoff_status holdoff_retry_quota_available(const struct holdoff_retry_quota *quota,
+                                             uint64_t *out_available);
 
 /**
  * The static description of a status code. Never NULL: unknown codes give
@@ -2604,38 +2281,38 @@ holdoff_status holdoff_debug_panic(void);
 
 /**
  * The stable name of a `holdoff_state` (`closed`, `open`, `half_open`, `forced_open`,
- * `disabled`; the core's names); NULL for an unknown value. Static string.
+ * `disabled`); NULL for an unknown value. Static string.
  */
 const char *holdoff_state_name(uint32_t state);
 
 /**
  * The stable name of a `holdoff_outcome` (`success`, `answer`, `failure`, `timeout`,
- * `retry_later`, `cancelled`; the core's names); NULL for an unknown value. Static string.
+ * `retry_later`, `cancelled`); NULL for an unknown value. Static string.
  */
 const char *holdoff_outcome_name(uint32_t outcome);
 
 /**
- * The stable name of a `holdoff_effect` (`counted`, `stale`, `ignored`; the core's names);
- * NULL for an unknown value. Static string.
+ * The stable name of a `holdoff_effect` (`counted`, `stale`, `ignored`); NULL for an
+ * unknown value. Static string.
  */
 const char *holdoff_effect_name(uint32_t effect);
 
 /**
  * The stable name of a `holdoff_reason` (`tripped`, `retry_later`, `probe_admitted`,
- * `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`; the core's names); NULL
- * for an unknown value. Static string.
+ * `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`); NULL for an unknown
+ * value. Static string.
  */
 const char *holdoff_reason_name(uint32_t reason);
 
 /**
- * The stable name of a `holdoff_decision_kind` (`done`, `retry`, `give_up`, as the conformance
- * suite spells them); NULL for an unknown value. Static string.
+ * The stable name of a `holdoff_decision_kind` (`done`, `retry`, `give_up`); NULL for an
+ * unknown value. Static string.
  */
 const char *holdoff_decision_kind_name(uint32_t kind);
 
 /**
- * The stable name of a `holdoff_wait_source` (`retry_after`, `backoff`, `breaker`; the core's
- * names); NULL for an unknown value. Static string.
+ * The stable name of a `holdoff_wait_source` (`retry_after`, `backoff`, `breaker`); NULL
+ * for an unknown value. Static string.
  */
 const char *holdoff_wait_source_name(uint32_t source);
 
@@ -2643,28 +2320,28 @@ const char *holdoff_wait_source_name(uint32_t source);
  * The stable name of a `holdoff_give_up_reason` (`budget_spent`,
  * `retry_after_exceeds_remaining`, `backoff_exceeds_remaining`, `attempts_exhausted`,
  * `not_retryable`, `quota_empty`, `breaker_open`, `cancelled`, `retry_after_above_cap`,
- * `total_timeout`; the core's names); NULL for an unknown value. Static string.
+ * `total_timeout`); NULL for an unknown value. Static string.
  */
 const char *holdoff_give_up_reason_name(uint32_t reason);
 
 /**
- * The stable name of a `holdoff_unusable` (`none` for a usable hint, else the core's
- * `missing`, `malformed`, `signed`, `conflicting`); NULL for an unknown value. Static string.
- */
-const char *holdoff_unusable_name(uint32_t unusable);
-
-/**
  * The stable name of a `holdoff_hint_source` (`retry_after`, `ratelimit_reset`,
- * `x_ratelimit_reset`, `none`, `retry_after_ms`, `x_ms_retry_after_ms`, `ratelimit`, in code
- * order; the core's names); NULL for an unknown value. Static string.
+ * `x_ratelimit_reset`, `none`, `retry_after_ms`, `x_ms_retry_after_ms`, `ratelimit`, in
+ * code order); NULL for an unknown value. Static string.
  */
 const char *holdoff_hint_source_name(uint32_t source);
 
 /**
- * The stable name of a `holdoff_before_action` (`go`, `wait`, `give_up`, as the conformance
- * suite spells them); NULL for an unknown value. Static string.
+ * The stable name of a `holdoff_before_action` (`go`, `wait`, `give_up`); NULL for an
+ * unknown value. Static string.
  */
 const char *holdoff_before_action_name(uint32_t action);
+
+/**
+ * The stable name of a `holdoff_unusable` (`none` for a usable hint, else `missing`,
+ * `malformed`, `signed`, `conflicting`); NULL for an unknown value. Static string.
+ */
+const char *holdoff_unusable_name(uint32_t unusable);
 
 /**
  * The library's version, e.g. `"0.1.0"`. Static string; do not free.

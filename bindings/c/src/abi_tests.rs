@@ -8,6 +8,7 @@ use std::ptr;
 
 use crate::breaker::*;
 use crate::clock::*;
+use crate::config::*;
 use crate::status::{holdoff_last_error_message, holdoff_status};
 
 const OUTCOME_SUCCESS: u32 = 0;
@@ -22,18 +23,25 @@ fn manual_clock() -> *mut holdoff_clock {
     clock
 }
 
+/// A configuration parsed from `json`, or the status it was refused with.
+fn config(json: &str) -> Result<*mut holdoff_config, holdoff_status> {
+    let mut c = ptr::null_mut();
+    // SAFETY: the text is valid for its length; `c` is a valid out-parameter.
+    match unsafe { holdoff_config_parse(json.as_ptr().cast(), json.len(), &mut c) } {
+        holdoff_status::Ok => Ok(c),
+        other => Err(other),
+    }
+}
+
 fn breaker(clock: *const holdoff_clock) -> *mut holdoff_breaker {
-    let mut options = MaybeUninit::<holdoff_breaker_options>::uninit();
-    // SAFETY: `options` is valid for a write; init fills every field.
-    let st = unsafe { holdoff_breaker_options_init(options.as_mut_ptr()) };
-    assert_eq!(st, holdoff_status::Ok);
-    // SAFETY: initialised just above.
-    let mut options = unsafe { options.assume_init() };
-    options.trip_threshold = 2;
+    let c = config(r#"{"breaker": {"trip": {"policy": "consecutive", "threshold": 2}}}"#).unwrap();
     let mut b = ptr::null_mut();
-    // SAFETY: live clock, valid options and out-parameter.
-    let st = unsafe { holdoff_breaker_new(&options, clock, &mut b) };
-    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: live configuration and clock, a valid out-parameter; the breaker does not need
+    // the configuration once built.
+    unsafe {
+        assert_eq!(holdoff_breaker_new(c, clock, &mut b), holdoff_status::Ok);
+        assert_eq!(holdoff_config_free(c), holdoff_status::Ok);
+    }
     b
 }
 
@@ -87,7 +95,7 @@ fn trip_probe_and_events_through_the_abi() {
     assert_eq!(snapshot(b).opens, 1);
 
     // Drain into a buffer smaller than the queue, then the rest.
-    let mut events = [MaybeUninit::<holdoff_event>::uninit(); 1];
+    let mut events = [MaybeUninit::<holdoff_state_change>::uninit(); 1];
     let mut len = usize::MAX;
     // SAFETY: `events` is valid for `capacity` writes; `len` for one.
     let st = unsafe { holdoff_breaker_drain_events(b, events[0].as_mut_ptr(), 1, &mut len) };
@@ -198,23 +206,19 @@ fn one_permit_recorded_from_two_threads() {
     }
 }
 
-fn quota() -> *mut crate::quota::holdoff_quota {
+fn quota() -> *mut crate::quota::holdoff_retry_quota {
     use crate::quota::*;
-    let mut options = MaybeUninit::<holdoff_quota_options>::uninit();
-    // SAFETY: `options` is valid for a write; init fills every field.
-    let st = unsafe { holdoff_quota_options_init(options.as_mut_ptr()) };
-    assert_eq!(st, holdoff_status::Ok);
     let mut q = ptr::null_mut();
-    // SAFETY: initialised options, valid out-parameter.
-    let st = unsafe { holdoff_quota_new(options.as_ptr(), &mut q) };
+    // SAFETY: NULL is the core's defaults; a valid out-parameter.
+    let st = unsafe { holdoff_retry_quota_new(ptr::null(), &mut q) };
     assert_eq!(st, holdoff_status::Ok);
     q
 }
 
-fn available(q: *const crate::quota::holdoff_quota) -> u64 {
+fn available(q: *const crate::quota::holdoff_retry_quota) -> u64 {
     let mut n = u64::MAX;
     // SAFETY: live quota, valid out-parameter.
-    let st = unsafe { crate::quota::holdoff_quota_available(q, &mut n) };
+    let st = unsafe { crate::quota::holdoff_retry_quota_available(q, &mut n) };
     assert_eq!(st, holdoff_status::Ok);
     n
 }
@@ -227,25 +231,25 @@ fn a_lease_goes_back_once_and_only_to_its_quota() {
     let (q, other) = (quota(), quota());
     let mut lease = MaybeUninit::<holdoff_quota_lease>::uninit();
     // SAFETY: live quota, valid out-parameter.
-    let st = unsafe { holdoff_quota_acquire(q, 0, lease.as_mut_ptr()) };
+    let st = unsafe { holdoff_retry_quota_acquire(q, 0, lease.as_mut_ptr()) };
     assert_eq!(st, holdoff_status::Ok);
     // SAFETY: written on success.
     let mut lease = unsafe { lease.assume_init() };
     assert_eq!((lease.acquired, lease.cost, available(q)), (1, 5, 495));
-    // SAFETY: live quotas, a lease from `holdoff_quota_acquire`.
-    let st = unsafe { holdoff_quota_on_success(other, &mut lease) };
+    // SAFETY: live quotas, a lease from `holdoff_retry_quota_acquire`.
+    let st = unsafe { holdoff_retry_quota_on_success(other, &mut lease) };
     assert_eq!((st, lease.returned), (holdoff_status::ForeignPermit, 0));
     // SAFETY: as above.
-    let st = unsafe { holdoff_quota_on_success(q, &mut lease) };
+    let st = unsafe { holdoff_retry_quota_on_success(q, &mut lease) };
     assert_eq!((st, lease.returned), (holdoff_status::Ok, 1));
     // SAFETY: as above.
-    let st = unsafe { holdoff_quota_on_success(q, &mut lease) };
+    let st = unsafe { holdoff_retry_quota_on_success(q, &mut lease) };
     assert_eq!(st, holdoff_status::PermitAlreadyRecorded);
     assert_eq!((available(q), available(other)), (500, 500));
     // SAFETY: live handles, each freed once.
     unsafe {
-        assert_eq!(holdoff_quota_free(q), holdoff_status::Ok);
-        assert_eq!(holdoff_quota_free(other), holdoff_status::Ok);
+        assert_eq!(holdoff_retry_quota_free(q), holdoff_status::Ok);
+        assert_eq!(holdoff_retry_quota_free(other), holdoff_status::Ok);
     }
 }
 
@@ -253,13 +257,13 @@ fn a_lease_goes_back_once_and_only_to_its_quota() {
 #[test]
 fn one_lease_given_back_from_two_threads() {
     use crate::quota::*;
-    struct Shared(*const holdoff_quota, *mut holdoff_quota_lease);
+    struct Shared(*const holdoff_retry_quota, *mut holdoff_quota_lease);
     // SAFETY: the quota is `Sync` and the lease's flag is only accessed atomically by the library.
     unsafe impl Sync for Shared {}
     let q = quota();
     let mut lease = MaybeUninit::<holdoff_quota_lease>::uninit();
     // SAFETY: live quota, valid out-parameter.
-    let st = unsafe { holdoff_quota_acquire(q, 1, lease.as_mut_ptr()) };
+    let st = unsafe { holdoff_retry_quota_acquire(q, 1, lease.as_mut_ptr()) };
     assert_eq!(st, holdoff_status::Ok);
     // SAFETY: written on success.
     let mut lease = unsafe { lease.assume_init() };
@@ -270,7 +274,7 @@ fn one_lease_given_back_from_two_threads() {
                 let shared = &shared;
                 // SAFETY: live quota, a lease it issued that outlives the scope.
                 s.spawn(
-                    move || match unsafe { holdoff_quota_on_success(shared.0, shared.1) } {
+                    move || match unsafe { holdoff_retry_quota_on_success(shared.0, shared.1) } {
                         holdoff_status::Ok => 1,
                         holdoff_status::PermitAlreadyRecorded => 0,
                         other => panic!("on_success: {other:?}"),
@@ -282,7 +286,7 @@ fn one_lease_given_back_from_two_threads() {
     });
     assert_eq!((wins, available(q)), (1, 500));
     // SAFETY: a live handle, freed once.
-    assert_eq!(unsafe { holdoff_quota_free(q) }, holdoff_status::Ok);
+    assert_eq!(unsafe { holdoff_retry_quota_free(q) }, holdoff_status::Ok);
 }
 
 /// The key list hands out pointers into its own storage, valid until it is freed; a key may
@@ -290,28 +294,28 @@ fn one_lease_given_back_from_two_threads() {
 #[test]
 fn group_keys_and_counts_through_the_abi() {
     let clock = manual_clock();
-    let mut options = MaybeUninit::<holdoff_breaker_options>::uninit();
-    // SAFETY: `options` is valid for a write.
-    let st = unsafe { holdoff_breaker_options_init(options.as_mut_ptr()) };
-    assert_eq!(st, holdoff_status::Ok);
+    assert_eq!(
+        config(r#"{"group": {"max_keys": 0}}"#).unwrap_err(),
+        holdoff_status::InvalidConfig
+    );
+    let c = config(r#"{"group": {"max_keys": 2}}"#).unwrap();
     let mut g = ptr::null_mut();
-    // SAFETY: initialised options, live clock, valid out-parameter.
-    let st = unsafe { holdoff_group_new_with_max_keys(options.as_ptr(), 0, clock, &mut g) };
-    assert_eq!(st, holdoff_status::InvalidConfig);
-    // SAFETY: as above.
-    let st = unsafe { holdoff_group_new_with_max_keys(options.as_ptr(), 2, clock, &mut g) };
-    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: live configuration and clock, valid out-parameter.
+    unsafe {
+        assert_eq!(holdoff_breaker_group_new(c, clock, &mut g), holdoff_status::Ok);
+        assert_eq!(holdoff_config_free(c), holdoff_status::Ok);
+    }
     for key in ["b", "a\0x", "c"] {
         let mut b = ptr::null_mut();
         // SAFETY: live group; the key is valid for its length.
-        let st = unsafe { holdoff_group_get(g, key.as_ptr().cast(), key.len(), &mut b) };
+        let st = unsafe { holdoff_breaker_group_get(g, key.as_ptr().cast(), key.len(), &mut b) };
         assert_eq!(st, holdoff_status::Ok);
         // SAFETY: a live handle, freed once.
         assert_eq!(unsafe { holdoff_breaker_free(b) }, holdoff_status::Ok);
     }
-    let mut stats = MaybeUninit::<holdoff_group_stats>::uninit();
+    let mut stats = MaybeUninit::<holdoff_group_snapshot>::uninit();
     // SAFETY: live group, valid out-parameter.
-    let st = unsafe { holdoff_group_snapshot(g, stats.as_mut_ptr()) };
+    let st = unsafe { holdoff_breaker_group_snapshot(g, stats.as_mut_ptr()) };
     assert_eq!(st, holdoff_status::Ok);
     // SAFETY: written on success.
     let stats = unsafe { stats.assume_init() };
@@ -321,7 +325,8 @@ fn group_keys_and_counts_through_the_abi() {
     );
     let mut list = ptr::null_mut();
     // SAFETY: live group, valid out-parameter.
-    assert_eq!(unsafe { holdoff_group_keys(g, &mut list) }, holdoff_status::Ok);
+    let st = unsafe { holdoff_breaker_group_keys(g, &mut list) };
+    assert_eq!(st, holdoff_status::Ok);
     let mut n = 0;
     // SAFETY: live list, valid out-parameter.
     assert_eq!(unsafe { holdoff_key_list_len(list, &mut n) }, holdoff_status::Ok);
@@ -346,7 +351,7 @@ fn group_keys_and_counts_through_the_abi() {
     // SAFETY: live handles, each freed once.
     unsafe {
         assert_eq!(holdoff_key_list_free(list), holdoff_status::Ok);
-        assert_eq!(holdoff_group_free(g), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_group_free(g), holdoff_status::Ok);
         assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
     }
 }
@@ -361,15 +366,11 @@ fn an_execution_through_the_abi() {
     use crate::policy::*;
     let clock = manual_clock();
     let b = breaker(clock);
-    let mut bo = MaybeUninit::<holdoff_budget_options>::uninit();
-    // SAFETY: `bo` is valid for a write; init fills every field.
-    let st = unsafe { holdoff_budget_options_init(bo.as_mut_ptr()) };
-    assert_eq!(st, holdoff_status::Ok);
     let (mut budget, mut policy) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: initialised options, live handles, valid out-parameters.
+    // SAFETY: NULL is the core's defaults; live handles, valid out-parameters.
     unsafe {
         assert_eq!(
-            holdoff_budget_new(bo.as_ptr(), clock, &mut budget),
+            holdoff_retry_budget_new(ptr::null(), clock, &mut budget),
             holdoff_status::Ok
         );
         let st = holdoff_policy_new(b, budget, ptr::null(), ptr::null(), &mut policy);
@@ -437,8 +438,72 @@ fn an_execution_through_the_abi() {
     // SAFETY: live handles, each freed once.
     unsafe {
         assert_eq!(holdoff_policy_free(policy), holdoff_status::Ok);
-        assert_eq!(holdoff_budget_free(budget), holdoff_status::Ok);
+        assert_eq!(holdoff_retry_budget_free(budget), holdoff_status::Ok);
         assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
         assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
     }
+}
+
+/// The neutral JSON of a configuration is written into the caller's buffer with its NUL, only
+/// once the buffer is large enough, and parses back to the same text.
+#[test]
+fn a_configuration_written_as_json_through_the_abi() {
+    let mut len = usize::MAX;
+    // SAFETY: capacity 0 asks for the length only; a valid out-parameter.
+    let st = unsafe { holdoff_config_to_json(ptr::null(), ptr::null_mut(), 0, &mut len) };
+    assert_eq!(st, holdoff_status::Ok);
+    let mut buf = vec![0x55_u8; len + 1];
+    let mut got = usize::MAX;
+    // SAFETY: `buf` holds `len` bytes, one short of the NUL.
+    let st = unsafe { holdoff_config_to_json(ptr::null(), buf.as_mut_ptr().cast(), len, &mut got) };
+    assert_eq!((st, got), (holdoff_status::InvalidInput, usize::MAX));
+    assert_eq!(buf, vec![0x55_u8; len + 1], "nothing written on an error");
+    // SAFETY: `buf` holds `len + 1` bytes.
+    let st = unsafe { holdoff_config_to_json(ptr::null(), buf.as_mut_ptr().cast(), len + 1, &mut got) };
+    assert_eq!((st, got), (holdoff_status::Ok, len));
+    let text = CStr::from_bytes_with_nul(&buf)
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["breaker"]["open_interval"]["initial_ms"], 30000.0);
+    assert_eq!(v["budget"]["max_retries"], 10);
+    assert_eq!(v["quota"]["capacity"], 500);
+    assert_eq!(
+        v["classifier"]["retry_after_statuses"],
+        serde_json::json!([429, 503])
+    );
+    assert_eq!(v["group"]["max_keys"], 10_000);
+    assert_eq!(v["execute"]["total_timeout_ms"], 60000.0);
+    assert_eq!(v["execute"]["attempt_timeout_ms"], serde_json::Value::Null);
+
+    // A parsed configuration: what it sets, and the defaults for the rest, reads back the same.
+    let c = config(r#"{"breaker": {"recoveries": 7}, "execute": {"total_timeout_ms": null}}"#).unwrap();
+    let mut len = 0;
+    // SAFETY: live configuration; capacity 0.
+    let st = unsafe { holdoff_config_to_json(c, ptr::null_mut(), 0, &mut len) };
+    assert_eq!(st, holdoff_status::Ok);
+    let mut buf = vec![0_u8; len + 1];
+    // SAFETY: live configuration; `buf` holds `len + 1` bytes.
+    let st = unsafe { holdoff_config_to_json(c, buf.as_mut_ptr().cast(), buf.len(), &mut len) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: a live handle, freed once.
+    assert_eq!(unsafe { holdoff_config_free(c) }, holdoff_status::Ok);
+    let text = std::str::from_utf8(&buf[..len]).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(v["breaker"]["recoveries"], 7);
+    assert_eq!(v["breaker"]["max_probes_in_flight"], 1);
+    assert_eq!(v["execute"]["total_timeout_ms"], serde_json::Value::Null);
+    let again = config(text).unwrap();
+    let mut len2 = 0;
+    // SAFETY: live configuration; capacity 0; then freed once.
+    unsafe {
+        assert_eq!(
+            holdoff_config_to_json(again, ptr::null_mut(), 0, &mut len2),
+            holdoff_status::Ok
+        );
+        assert_eq!(holdoff_config_free(again), holdoff_status::Ok);
+    }
+    assert_eq!(len2, len);
 }

@@ -1,15 +1,16 @@
-//! `holdoff_breaker` and `holdoff_group`: the circuit breaker, alone or keyed by upstream.
+//! `holdoff_breaker` and `holdoff_breaker_group`: the circuit breaker, alone or keyed by upstream.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
-use hcore::{Backoff, Breaker, BreakerConfig, BreakerGroup, Permit, RawPermit, StateChange, TripPolicy};
+use hcore::interop::{drain_events_up_to, RawPermit};
+use hcore::{Breaker, BreakerGroup, Permit, StateChange};
 
 use crate::clock::holdoff_clock;
+use crate::config::{build, holdoff_config};
 use crate::handle::{handle, non_null, write, Handle};
-use crate::status::{boundary, holdoff_status, Fail, Res};
-use crate::types::{holdoff_effect, holdoff_reason, holdoff_state, ns, opt_ns, outcome_from_c};
+use crate::status::{boundary, holdoff_status, Fail};
+use crate::types::{holdoff_effect, holdoff_reason, holdoff_state, opt_ns, outcome_from_c};
 
 /// A circuit breaker for one upstream (`docs/contract.md` §3). Thread-safe: share one handle
 /// between every thread that calls the upstream. While closed, `holdoff_breaker_allow` and
@@ -22,22 +23,22 @@ handle!(holdoff_breaker => Breaker, Breaker, "breaker");
 
 /// Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
 /// template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
-/// `holdoff_group_free`.
+/// `holdoff_breaker_group_free`.
 ///
 /// Bounded, because keys often come from request data: the group keeps at most `max_keys`
-/// breakers (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` unless created with
-/// `holdoff_group_new_with_max_keys`). A new key at a full group evicts the least recently used
+/// breakers (the configuration's `group.max_keys`, `HOLDOFF_GROUP_DEFAULT_MAX_KEYS`
+/// unless it says otherwise). A new key at a full group evicts the least recently used
 /// idle breaker (closed, no failure counted); open, half-open, forced-open and disabled breakers,
 /// and closed ones counting failures, are never evicted. With none idle among the 64 least
 /// recently used, the new key gets an overflow breaker the group does not keep: no call fails
-/// because the group is full. `holdoff_group_snapshot` counts evictions and overflows.
-pub struct holdoff_group {
+/// because the group is full. `holdoff_breaker_group_snapshot` counts evictions and overflows.
+pub struct holdoff_breaker_group {
     _private: [u8; 0],
 }
 
-handle!(holdoff_group => BreakerGroup, Group, "group");
+handle!(holdoff_breaker_group => BreakerGroup, Group, "group");
 
-/// The keys a group keeps, copied at one moment (`holdoff_group_keys`), sorted by their bytes.
+/// The keys a group keeps, copied at one moment (`holdoff_breaker_group_keys`), sorted by their bytes.
 /// Immutable and thread-safe. Free with `holdoff_key_list_free`.
 pub struct holdoff_key_list {
     _private: [u8; 0],
@@ -50,19 +51,18 @@ pub(crate) struct KeyList {
 
 handle!(holdoff_key_list => KeyList, KeyList, "keys");
 
-/// The `max_keys` of a group made by `holdoff_group_new` (and of a neutral configuration
-/// without `group.max_keys`).
+/// The `max_keys` of a group whose configuration has no `group.max_keys`.
 pub const HOLDOFF_GROUP_DEFAULT_MAX_KEYS: usize = 10_000;
-/// The largest `max_keys` a group accepts (`holdoff_group_new_with_max_keys`).
+/// The largest `group.max_keys` a configuration accepts.
 pub const HOLDOFF_GROUP_MAX_KEYS_LIMIT: usize = 100_000_000;
 
 const _: () = assert!(HOLDOFF_GROUP_DEFAULT_MAX_KEYS == hcore::group::DEFAULT_MAX_KEYS);
 const _: () = assert!(HOLDOFF_GROUP_MAX_KEYS_LIMIT == hcore::group::MAX_KEYS_LIMIT);
 
-/// A side-effect-free view of a group's counts (`holdoff_group_snapshot`).
+/// A side-effect-free view of a group's counts (`holdoff_breaker_group_snapshot`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct holdoff_group_stats {
+pub struct holdoff_group_snapshot {
     /// Breakers the group keeps now (at most `max_keys`).
     pub keys: usize,
     /// The bound on `keys`.
@@ -73,50 +73,8 @@ pub struct holdoff_group_stats {
     pub overflows: u64,
 }
 
-/// Configuration of a breaker. Fill it with `holdoff_breaker_options_init` (the core's
-/// defaults), then change fields. Durations are nanoseconds.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct holdoff_breaker_options {
-    /// `sizeof(holdoff_breaker_options)`, set by `holdoff_breaker_options_init`; a mismatch is
-    /// `HOLDOFF_STATUS_ABI_MISMATCH`.
-    pub struct_size: usize,
-    /// A `holdoff_trip_policy`. Default `HOLDOFF_TRIP_POLICY_CONSECUTIVE`.
-    pub trip_policy: u32,
-    /// Failures that trip it, for the consecutive and window policies (1..=1000000).
-    /// Default 5.
-    pub trip_threshold: u32,
-    /// Rate policy: calls needed in the window before the rate is judged (1..=1000000).
-    pub trip_min_calls: u32,
-    /// Rate policy: buckets the window is divided into (1..=1000). Default 10.
-    pub trip_buckets: u32,
-    /// Rate policy: failure rate in (0, 1] at which it trips.
-    pub trip_rate: f64,
-    /// Window and rate policies: the rolling window, ns (> 0).
-    pub trip_window_ns: u64,
-    /// First open interval, ns (> 0). Default 30 s.
-    pub open_initial_ns: u64,
-    /// Growth of the open interval per failed probe (finite, >= 1). Default 2.
-    pub open_multiplier: f64,
-    /// Cap of the open interval, ns (>= `open_initial_ns`). Default 300 s.
-    pub open_max_ns: u64,
-    /// Fraction in [0, 1) of an interval that jitter may subtract. Default 0.
-    pub open_jitter: f64,
-    /// Consecutive probe answers needed to close (1..=1000). Default 3.
-    pub recoveries: u32,
-    /// Probes admitted per interval (1..=1000). Default 1.
-    pub max_probes_in_flight: u32,
-    /// How long an unanswered probe holds its slot, ns; 0 means the open interval in force when
-    /// it was admitted (the default).
-    pub probe_timeout_ns: u64,
-    /// Guard on a provider's retry-later delay, ns (> 0). Default 300 s.
-    pub max_retry_later_ns: u64,
-    /// Seed of the jitter PRNG. Default 0.
-    pub seed: u64,
-}
-
-/// Leave to make one call, from `holdoff_breaker_allow` (or a policy's `before`). Record it
-/// exactly once with `holdoff_breaker_record` (or `holdoff_policy_after`); a second record is
+/// Leave to make one call, from `holdoff_breaker_allow` (or `holdoff_policy_before_attempt`). Record it
+/// exactly once with `holdoff_breaker_record` (or `holdoff_policy_after_attempt`); a second record is
 /// `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`. A plain value: copy it freely, but record only one
 /// copy. An unrecorded probe permit holds its probe slot until the probe timeout.
 #[repr(C)]
@@ -196,7 +154,7 @@ pub struct holdoff_snapshot {
 /// One state change (`holdoff_breaker_drain_events`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct holdoff_event {
+pub struct holdoff_state_change {
     /// When it happened, ns since the clock's origin.
     pub at_ns: u64,
     /// For `HOLDOFF_REASON_RETRY_LATER`: the delay the provider asked for, ns, before the guard
@@ -218,111 +176,10 @@ pub struct holdoff_event {
     pub has_open_for: u8,
 }
 
-impl holdoff_breaker_options {
-    fn defaults() -> Self {
-        let d = BreakerConfig::default();
-        holdoff_breaker_options {
-            struct_size: std::mem::size_of::<Self>(),
-            trip_policy: 0,
-            trip_threshold: match d.trip {
-                TripPolicy::ConsecutiveFailures { threshold } => threshold,
-                _ => 5,
-            },
-            trip_min_calls: 0,
-            trip_buckets: 10,
-            trip_rate: 0.0,
-            trip_window_ns: 0,
-            open_initial_ns: ns(d.open_interval.initial),
-            open_multiplier: d.open_interval.multiplier,
-            open_max_ns: ns(d.open_interval.max),
-            open_jitter: d.open_interval.jitter,
-            recoveries: d.recoveries,
-            max_probes_in_flight: d.max_probes_in_flight,
-            probe_timeout_ns: 0,
-            max_retry_later_ns: ns(d.max_retry_later),
-            seed: d.seed,
-        }
-    }
-
-    /// The core configuration (validated later by the core's constructor).
-    pub(crate) fn to_config(self) -> Result<BreakerConfig, Fail> {
-        check_size(self.struct_size, std::mem::size_of::<Self>(), "options")?;
-        let d = Duration::from_nanos;
-        let trip = match self.trip_policy {
-            0 => TripPolicy::ConsecutiveFailures {
-                threshold: self.trip_threshold,
-            },
-            1 => TripPolicy::FailuresInWindow {
-                threshold: self.trip_threshold,
-                window: d(self.trip_window_ns),
-            },
-            2 => TripPolicy::FailureRate {
-                threshold: self.trip_rate,
-                min_calls: self.trip_min_calls,
-                window: d(self.trip_window_ns),
-                buckets: self.trip_buckets,
-            },
-            p => {
-                return Err(Fail::new(
-                    holdoff_status::InvalidConfig,
-                    "breaker.trip.policy",
-                    format!(
-                        "invalid configuration: breaker.trip.policy: {p} is not a holdoff_trip_policy (0..=2)"
-                    ),
-                ))
-            }
-        };
-        Ok(BreakerConfig {
-            trip,
-            open_interval: Backoff {
-                initial: d(self.open_initial_ns),
-                multiplier: self.open_multiplier,
-                max: d(self.open_max_ns),
-                jitter: self.open_jitter,
-            },
-            recoveries: self.recoveries,
-            max_probes_in_flight: self.max_probes_in_flight,
-            probe_timeout: (self.probe_timeout_ns != 0).then(|| d(self.probe_timeout_ns)),
-            max_retry_later: d(self.max_retry_later_ns),
-            seed: self.seed,
-        })
-    }
-}
-
-/// Copies a caller's options struct whose first field is its `struct_size`. The size is read
-/// alone first: a caller built against an older, smaller struct gets
-/// `HOLDOFF_STATUS_ABI_MISMATCH` before any byte past its struct is read.
-///
-/// # Safety
-/// `ptr` must be non-NULL and readable for a `usize`, and for `size_of::<T>()` bytes when that
-/// leading `usize` equals `size_of::<T>()`.
-pub(crate) unsafe fn read_options<T: Copy>(ptr: *const T, param: &str) -> Result<T, Fail> {
-    // SAFETY: every options struct starts with `struct_size: usize` (asserted at compile time
-    // next to each struct); readable by contract.
-    let got = unsafe { ptr.cast::<usize>().read_unaligned() };
-    check_size(got, std::mem::size_of::<T>(), param)?;
-    // SAFETY: the caller's struct is as large as ours; readable by contract.
-    Ok(unsafe { ptr.read_unaligned() })
-}
-
-pub(crate) fn check_size(got: usize, want: usize, param: &str) -> Result<(), Fail> {
-    if got != want {
-        return Err(Fail::new(
-            holdoff_status::AbiMismatch,
-            &format!("{param}.struct_size"),
-            format!(
-                "{param}.struct_size is {got} but this library's struct is {want} bytes: \
-                 initialise it with its _init function and use the header of this library version"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 pub(crate) fn permit_to_c(p: Permit) -> holdoff_permit {
     let episode = p.episode();
     let probe = u8::from(p.is_probe());
-    let raw = p.into_raw();
+    let raw = RawPermit::from(p);
     holdoff_permit {
         episode,
         probe,
@@ -354,17 +211,17 @@ pub(crate) unsafe fn take_permit(permit: *mut holdoff_permit, breaker: &Breaker)
     if flag.swap(1, Ordering::AcqRel) != 0 {
         return Err(hcore::PermitError::AlreadyRecorded.into());
     }
-    Ok(Permit::from_raw(RawPermit {
+    Ok(Permit::from(RawPermit {
         breaker: raw_breaker,
         episode: raw_episode,
         probe: raw_probe,
     }))
 }
 
-fn event_to_c(e: &StateChange) -> holdoff_event {
+fn state_change_to_c(e: &StateChange) -> holdoff_state_change {
     let (has_requested_delay, requested_delay_ns) = opt_ns(e.requested_delay);
     let (has_open_for, open_for_ns) = opt_ns(e.open_for);
-    holdoff_event {
+    holdoff_state_change {
         at_ns: e.at.as_nanos(),
         requested_delay_ns,
         open_for_ns,
@@ -377,66 +234,28 @@ fn event_to_c(e: &StateChange) -> holdoff_event {
     }
 }
 
-/// Fills `*options` with the core's defaults (5 consecutive failures; open 30 s doubling to
-/// 300 s, no jitter; 3 recoveries; 1 probe; probe timeout = the interval; retry-later guard
-/// 300 s; seed 0) and sets `struct_size`.
+/// Creates a closed breaker from `config`'s `breaker` part (the core's defaults if it has none,
+/// or if `config` is NULL), reading `clock`. The configuration was validated when parsed.
 ///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `options` must be NULL or valid for a write of `holdoff_breaker_options`.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_breaker_options_init(
-    options: *mut holdoff_breaker_options,
-) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        // SAFETY: checked non-NULL; valid by contract.
-        unsafe { write(options, holdoff_breaker_options::defaults()) };
-        Ok(holdoff_status::Ok)
-    })
-}
-
-/// Creates a closed breaker reading `clock`.
-///
-/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the first invalid field
-/// (`holdoff_last_error_field`), e.g. `breaker.open_interval.multiplier` for a NaN or < 1
-/// multiplier; `HOLDOFF_STATUS_ABI_MISMATCH` if `options->struct_size` is wrong;
-/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
 ///
 /// # Safety
-/// `options` must be NULL or point to a readable `holdoff_breaker_options`; `clock` NULL or a
-/// live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
-/// `*out` and frees it once with `holdoff_breaker_free`.
+/// `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
+/// `out` NULL or valid for writing a pointer. On success the caller owns `*out` and frees it
+/// once with `holdoff_breaker_free`.
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_breaker_new(
-    options: *const holdoff_breaker_options,
+    config: *const holdoff_config,
     clock: *const holdoff_clock,
     out: *mut *mut holdoff_breaker,
 ) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_clock::borrow(clock)? };
-        non_null(out, "out")?;
-        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let config = unsafe { read_options(options, "options") }?.to_config()?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_breaker(config, c, out) }
-    })
-}
-
-/// # Safety
-/// `out` must be non-NULL and valid for writing a pointer.
-pub(crate) unsafe fn new_breaker(
-    config: BreakerConfig,
-    clock: &crate::clock::ClockHandle,
-    out: *mut *mut holdoff_breaker,
-) -> Res {
-    let b = Arc::new(Breaker::new(config, Arc::clone(&clock.clock))?);
     // SAFETY: forwarded contract.
-    unsafe { write(out, holdoff_breaker::into_ptr(b)) };
-    Ok(holdoff_status::Ok)
+    unsafe {
+        build(config, out, |c| {
+            let k = holdoff_clock::borrow(clock)?;
+            Ok(Breaker::new(c.breaker(), Arc::clone(&k.clock))?)
+        })
+    }
 }
 
 /// Releases a breaker handle. NULL does nothing. Permits it issued become foreign to every
@@ -594,7 +413,7 @@ pub unsafe extern "C" fn holdoff_breaker_snapshot(
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_breaker_drain_events(
     breaker: *const holdoff_breaker,
-    events: *mut holdoff_event,
+    events: *mut holdoff_state_change,
     capacity: usize,
     out_len: *mut usize,
 ) -> holdoff_status {
@@ -605,11 +424,11 @@ pub unsafe extern "C" fn holdoff_breaker_drain_events(
             non_null(events, "events")?;
         }
         non_null(out_len, "out_len")?;
-        let taken = b.drain_events_up_to(capacity);
+        let taken = drain_events_up_to(b, capacity);
         for (i, e) in taken.iter().enumerate() {
             // SAFETY: `i < taken.len() <= capacity`, and `events` is valid for `capacity`
             // writes by contract.
-            unsafe { write(events.add(i), event_to_c(e)) };
+            unsafe { write(events.add(i), state_change_to_c(e)) };
         }
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_len, taken.len()) };
@@ -667,70 +486,34 @@ pub unsafe extern "C" fn holdoff_breaker_reset(breaker: *const holdoff_breaker) 
     unsafe { operator(breaker, Breaker::reset) }
 }
 
-/// Creates an empty group of at most `HOLDOFF_GROUP_DEFAULT_MAX_KEYS` breakers, built from
-/// `template` and reading `clock`.
+/// Creates an empty group whose template is `config`'s `breaker` part (the core's defaults if
+/// it has none, or if `config` is NULL), bounded by its `group.max_keys`
+/// (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` if absent), reading `clock`. The configuration was
+/// validated when parsed, so `holdoff_breaker_group_get` cannot fail on it.
 ///
-/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` (the template is validated now, so
-/// `holdoff_group_get` cannot fail on configuration); `HOLDOFF_STATUS_ABI_MISMATCH`;
-/// `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
 ///
 /// # Safety
-/// `template` must be NULL or point to a readable `holdoff_breaker_options`; `clock` NULL or a
-/// live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
-/// `*out` and frees it once with `holdoff_group_free`.
+/// `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
+/// `out` NULL or valid for writing a pointer. On success the caller owns `*out` and frees it
+/// once with `holdoff_breaker_group_free`.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_group_new(
-    template: *const holdoff_breaker_options,
+pub unsafe extern "C" fn holdoff_breaker_group_new(
+    config: *const holdoff_config,
     clock: *const holdoff_clock,
-    out: *mut *mut holdoff_group,
+    out: *mut *mut holdoff_breaker_group,
 ) -> holdoff_status {
     // SAFETY: forwarded contract.
-    unsafe { holdoff_group_new_with_max_keys(template, HOLDOFF_GROUP_DEFAULT_MAX_KEYS, clock, out) }
-}
-
-/// Creates an empty group of at most `max_keys` breakers (1..=`HOLDOFF_GROUP_MAX_KEYS_LIMIT`),
-/// built from `template` and reading `clock`. 0 is refused, not taken as the default.
-///
-/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` for the template (its field) or for `max_keys`
-/// (field `group.max_keys`); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// As `holdoff_group_new`.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_group_new_with_max_keys(
-    template: *const holdoff_breaker_options,
-    max_keys: usize,
-    clock: *const holdoff_clock,
-    out: *mut *mut holdoff_group,
-) -> holdoff_status {
-    boundary(|| {
-        non_null(template, "template")?;
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_clock::borrow(clock)? };
-        non_null(out, "out")?;
-        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let config = unsafe { read_options(template, "template") }?.to_config()?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_group(config, max_keys, c, out) }
-    })
-}
-
-/// # Safety
-/// `out` must be non-NULL and valid for writing a pointer.
-pub(crate) unsafe fn new_group(
-    config: BreakerConfig,
-    max_keys: usize,
-    clock: &crate::clock::ClockHandle,
-    out: *mut *mut holdoff_group,
-) -> Res {
-    let g = Arc::new(BreakerGroup::with_max_keys(
-        config,
-        max_keys,
-        Arc::clone(&clock.clock),
-    )?);
-    // SAFETY: forwarded contract.
-    unsafe { write(out, holdoff_group::into_ptr(g)) };
-    Ok(holdoff_status::Ok)
+    unsafe {
+        build(config, out, |c| {
+            let k = holdoff_clock::borrow(clock)?;
+            Ok(BreakerGroup::with_max_keys(
+                c.breaker(),
+                c.group_max_keys(),
+                Arc::clone(&k.clock),
+            )?)
+        })
+    }
 }
 
 /// Releases a group handle. NULL does nothing. Breaker handles obtained from it stay valid.
@@ -739,9 +522,9 @@ pub(crate) unsafe fn new_group(
 /// `group` must be NULL or a live group handle, not used again afterwards and not in use by
 /// another thread.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_group_free(group: *mut holdoff_group) -> holdoff_status {
+pub unsafe extern "C" fn holdoff_breaker_group_free(group: *mut holdoff_breaker_group) -> holdoff_status {
     // SAFETY: forwarded contract.
-    unsafe { holdoff_group::free(group) }
+    unsafe { holdoff_breaker_group::free(group) }
 }
 
 /// Writes a new handle to the breaker for `key` (UTF-8, `key_len` bytes, no NUL needed) to
@@ -761,15 +544,15 @@ pub unsafe extern "C" fn holdoff_group_free(group: *mut holdoff_group) -> holdof
 /// `group` must be NULL or a live group handle; `key` valid for reading `key_len` bytes; `out`
 /// NULL or valid for writing a pointer.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_group_get(
-    group: *const holdoff_group,
+pub unsafe extern "C" fn holdoff_breaker_group_get(
+    group: *const holdoff_breaker_group,
     key: *const std::ffi::c_char,
     key_len: usize,
     out: *mut *mut holdoff_breaker,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let g = unsafe { holdoff_group::borrow(group)? };
+        let g = unsafe { holdoff_breaker_group::borrow(group)? };
         // SAFETY: forwarded contract.
         let key = unsafe { crate::http::bytes(key, key_len, "key")? };
         let key = std::str::from_utf8(key).map_err(|_| Fail::input("key", "must be UTF-8"))?;
@@ -789,13 +572,13 @@ pub unsafe extern "C" fn holdoff_group_get(
 /// # Safety
 /// `group` must be NULL or a live group handle; `out_len` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_group_len(
-    group: *const holdoff_group,
+pub unsafe extern "C" fn holdoff_breaker_group_len(
+    group: *const holdoff_breaker_group,
     out_len: *mut usize,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let g = unsafe { holdoff_group::borrow(group)? };
+        let g = unsafe { holdoff_breaker_group::borrow(group)? };
         non_null(out_len, "out_len")?;
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_len, g.len()) };
@@ -811,16 +594,16 @@ pub unsafe extern "C" fn holdoff_group_len(
 /// # Safety
 /// `group` must be NULL or a live group handle; `out` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_group_snapshot(
-    group: *const holdoff_group,
-    out: *mut holdoff_group_stats,
+pub unsafe extern "C" fn holdoff_breaker_group_snapshot(
+    group: *const holdoff_breaker_group,
+    out: *mut holdoff_group_snapshot,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let g = unsafe { holdoff_group::borrow(group)? };
+        let g = unsafe { holdoff_breaker_group::borrow(group)? };
         non_null(out, "out")?;
         let s = g.snapshot();
-        let stats = holdoff_group_stats {
+        let stats = holdoff_group_snapshot {
             keys: s.keys,
             max_keys: s.max_keys,
             evictions: s.evictions,
@@ -842,13 +625,13 @@ pub unsafe extern "C" fn holdoff_group_snapshot(
 /// `group` must be NULL or a live group handle; `out` NULL or valid for writing a pointer. On
 /// success the caller owns `*out` and frees it once with `holdoff_key_list_free`.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_group_keys(
-    group: *const holdoff_group,
+pub unsafe extern "C" fn holdoff_breaker_group_keys(
+    group: *const holdoff_breaker_group,
     out: *mut *mut holdoff_key_list,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let g = unsafe { holdoff_group::borrow(group)? };
+        let g = unsafe { holdoff_breaker_group::borrow(group)? };
         non_null(out, "out")?;
         let keys = g
             .keys()
@@ -935,5 +718,3 @@ pub unsafe extern "C" fn holdoff_key_list_get(
         Ok(holdoff_status::Ok)
     })
 }
-
-const _: () = assert!(std::mem::offset_of!(holdoff_breaker_options, struct_size) == 0);

@@ -1,26 +1,26 @@
-//! `holdoff_budget` (the retry budget) and `holdoff_retry_state` (one logical call's part).
+//! `holdoff_retry_budget` (the retry budget) and `holdoff_retry_state` (one logical call's part).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
-use hcore::{Backoff, BudgetConfig, Decision, RetryBudget, RetryState};
+use hcore::interop::DecisionParts;
+use hcore::{Decision, RetryBudget, RetryState};
 
-use crate::breaker::check_size;
-use crate::clock::{holdoff_clock, ClockHandle};
+use crate::clock::holdoff_clock;
+use crate::config::{build, holdoff_config};
 use crate::handle::{handle, non_null, write, Handle};
-use crate::status::{boundary, holdoff_status, Fail, Res};
+use crate::status::{boundary, holdoff_status};
 use crate::types::{
     holdoff_decision_kind, holdoff_give_up_reason, holdoff_wait_source, ns, opt_ns, outcome_from_c,
 };
 
 /// The retry budget of one upstream (`docs/contract.md` §4): when to retry, how long to wait,
 /// when to give up. Shared by every caller of the upstream; thread-safe. Free with
-/// `holdoff_budget_free`.
-pub struct holdoff_budget {
+/// `holdoff_retry_budget_free`.
+pub struct holdoff_retry_budget {
     _private: [u8; 0],
 }
 
-handle!(holdoff_budget => RetryBudget, Budget, "budget");
+handle!(holdoff_retry_budget => RetryBudget, Budget, "budget");
 
 /// The per-call part of retrying (retries taken, first failure): one per logical call, across
 /// its attempts. Thread-safe (internally locked). Free with `holdoff_retry_state_free`.
@@ -30,41 +30,7 @@ pub struct holdoff_retry_state {
 
 handle!(holdoff_retry_state => Mutex<RetryState>, RetryState, "state");
 
-/// Configuration of a retry budget. Fill it with `holdoff_budget_options_init`, then change
-/// fields. Durations are nanoseconds.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct holdoff_budget_options {
-    /// `sizeof(holdoff_budget_options)`, set by `holdoff_budget_options_init`.
-    pub struct_size: usize,
-    /// Total time one rate-limit episode may take, ns; at least twice `retry_after_cap_ns`.
-    /// Default 30 min.
-    pub max_rate_limit_duration_ns: u64,
-    /// Cap on one Retry-After wait, ns (> 0). Default 300 s.
-    pub retry_after_cap_ns: u64,
-    /// First backoff of the counted path, ns (> 0). Default 500 ms.
-    pub backoff_initial_ns: u64,
-    /// Backoff growth per retry (finite, >= 1). Default 2.
-    pub backoff_multiplier: f64,
-    /// Backoff cap, ns (>= initial). Default 60 s.
-    pub backoff_max_ns: u64,
-    /// Fraction in [0, 1) of a backoff that jitter may subtract. Default 0.
-    pub backoff_jitter: f64,
-    /// Total time of the counted path from a call's first failure, ns (> 0). Default 12 h.
-    pub max_backoff_duration_ns: u64,
-    /// Seed of the jitter PRNG. Default 0.
-    pub seed: u64,
-    /// Retries allowed on the counted path (0 disables it). Default 10.
-    pub max_retries: u32,
-    /// What to do when a server asks for longer than `retry_after_cap_ns`: 0 (default) waits the
-    /// cap and the decision says `capped`; 1 gives up at once with
-    /// `HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP` and the server's delay (for callers who
-    /// would rather reschedule than ask before the time the server named). Other values are
-    /// `HOLDOFF_STATUS_INVALID_CONFIG` (`budget.give_up_above_cap`).
-    pub give_up_above_cap: u8,
-}
-
-/// A retry decision (`holdoff_budget_decide`, `holdoff_policy_after`).
+/// A retry decision (`holdoff_retry_budget_decide`, `holdoff_policy_after_attempt`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct holdoff_decision {
@@ -86,7 +52,7 @@ pub struct holdoff_decision {
     pub has_server_delay: u8,
 }
 
-/// A budget's rate-limit episode (`holdoff_budget_episode`).
+/// A budget's rate-limit episode (`holdoff_retry_budget_episode`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct holdoff_episode {
@@ -97,144 +63,42 @@ pub struct holdoff_episode {
 }
 
 pub(crate) fn decision_to_c(d: Decision) -> holdoff_decision {
-    let mut out = holdoff_decision {
-        delay_ns: 0,
-        server_delay_ns: 0,
-        kind: holdoff_decision_kind::Done as u32,
-        source: 0,
-        reason: 0,
-        capped: 0,
-        has_server_delay: 0,
-    };
-    match d {
-        Decision::Done => {}
-        Decision::Retry {
-            delay,
-            source,
-            server_delay,
-            capped,
-        } => {
-            out.kind = holdoff_decision_kind::Retry as u32;
-            out.delay_ns = ns(delay);
-            out.source = holdoff_wait_source::from(source) as u32;
-            (out.has_server_delay, out.server_delay_ns) = opt_ns(server_delay);
-            out.capped = u8::from(capped);
-        }
-        Decision::GiveUp { reason, server_delay } => {
-            out.kind = holdoff_decision_kind::GiveUp as u32;
-            out.reason = holdoff_give_up_reason::from(reason) as u32;
-            (out.has_server_delay, out.server_delay_ns) = opt_ns(server_delay);
-        }
+    let p = DecisionParts::from(d);
+    let (has_server_delay, server_delay_ns) = opt_ns(p.server_delay);
+    holdoff_decision {
+        delay_ns: ns(p.delay),
+        server_delay_ns,
+        kind: holdoff_decision_kind::from(p.kind) as u32,
+        source: p.source.map_or(0, |s| holdoff_wait_source::from(s) as u32),
+        reason: p.reason.map_or(0, |r| holdoff_give_up_reason::from(r) as u32),
+        capped: u8::from(p.capped),
+        has_server_delay,
     }
-    out
 }
 
-impl holdoff_budget_options {
-    fn defaults() -> Self {
-        let d = BudgetConfig::default();
-        holdoff_budget_options {
-            struct_size: std::mem::size_of::<Self>(),
-            max_rate_limit_duration_ns: ns(d.max_rate_limit_duration),
-            retry_after_cap_ns: ns(d.retry_after_cap),
-            backoff_initial_ns: ns(d.backoff.initial),
-            backoff_multiplier: d.backoff.multiplier,
-            backoff_max_ns: ns(d.backoff.max),
-            backoff_jitter: d.backoff.jitter,
-            max_backoff_duration_ns: ns(d.max_backoff_duration),
-            seed: d.seed,
-            max_retries: d.max_retries,
-            give_up_above_cap: u8::from(d.give_up_above_cap),
-        }
-    }
-
-    fn to_config(self) -> Result<BudgetConfig, Fail> {
-        check_size(self.struct_size, std::mem::size_of::<Self>(), "options")?;
-        let d = Duration::from_nanos;
-        let give_up_above_cap = match self.give_up_above_cap {
-            0 => false,
-            1 => true,
-            v => {
-                return Err(Fail::new(
-                    holdoff_status::InvalidConfig,
-                    "budget.give_up_above_cap",
-                    format!("invalid configuration: budget.give_up_above_cap: {v} is not a boolean (0 or 1)"),
-                ))
-            }
-        };
-        Ok(BudgetConfig {
-            max_rate_limit_duration: d(self.max_rate_limit_duration_ns),
-            retry_after_cap: d(self.retry_after_cap_ns),
-            max_retries: self.max_retries,
-            backoff: Backoff {
-                initial: d(self.backoff_initial_ns),
-                multiplier: self.backoff_multiplier,
-                max: d(self.backoff_max_ns),
-                jitter: self.backoff_jitter,
-            },
-            max_backoff_duration: d(self.max_backoff_duration_ns),
-            give_up_above_cap,
-            seed: self.seed,
+/// Creates a retry budget from `config`'s `budget` part (the core's defaults if it has none, or
+/// if `config` is NULL), reading `clock` (share the clock with the breaker of a policy). The
+/// configuration was validated when parsed.
+///
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
+///
+/// # Safety
+/// `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
+/// `out` NULL or valid for writing a pointer. On success the caller owns `*out` and frees it
+/// once with `holdoff_retry_budget_free`.
+#[no_mangle]
+pub unsafe extern "C" fn holdoff_retry_budget_new(
+    config: *const holdoff_config,
+    clock: *const holdoff_clock,
+    out: *mut *mut holdoff_retry_budget,
+) -> holdoff_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        build(config, out, |c| {
+            let k = holdoff_clock::borrow(clock)?;
+            Ok(RetryBudget::new(c.budget(), Arc::clone(&k.clock))?)
         })
     }
-}
-
-/// Fills `*options` with the core's defaults (episode budget 30 min, Retry-After cap 300 s,
-/// 10 retries, backoff 500 ms doubling to 60 s without jitter, counted budget 12 h, a server's
-/// delay above the cap waits the cap, seed 0).
-///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `options` must be NULL or valid for a write of `holdoff_budget_options`.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_budget_options_init(options: *mut holdoff_budget_options) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        // SAFETY: checked non-NULL; valid by contract.
-        unsafe { write(options, holdoff_budget_options::defaults()) };
-        Ok(holdoff_status::Ok)
-    })
-}
-
-/// Creates a retry budget reading `clock` (share the clock with the breaker of a policy).
-///
-/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (e.g.
-/// `budget.max_rate_limit_duration` when it leaves no room for two capped waits);
-/// `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `options` must be NULL or point to a readable `holdoff_budget_options`; `clock` NULL or a
-/// live clock handle; `out` NULL or valid for writing a pointer. On success the caller owns
-/// `*out` and frees it once with `holdoff_budget_free`.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_budget_new(
-    options: *const holdoff_budget_options,
-    clock: *const holdoff_clock,
-    out: *mut *mut holdoff_budget,
-) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_clock::borrow(clock)? };
-        non_null(out, "out")?;
-        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let config = unsafe { crate::breaker::read_options(options, "options") }?.to_config()?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_budget(config, c, out) }
-    })
-}
-
-/// # Safety
-/// `out` must be non-NULL and valid for writing a pointer.
-pub(crate) unsafe fn new_budget(
-    config: BudgetConfig,
-    clock: &ClockHandle,
-    out: *mut *mut holdoff_budget,
-) -> Res {
-    let b = Arc::new(RetryBudget::new(config, Arc::clone(&clock.clock))?);
-    // SAFETY: forwarded contract.
-    unsafe { write(out, holdoff_budget::into_ptr(b)) };
-    Ok(holdoff_status::Ok)
 }
 
 /// Releases a budget handle. NULL does nothing. A policy using the budget keeps it alive.
@@ -243,9 +107,9 @@ pub(crate) unsafe fn new_budget(
 /// `budget` must be NULL or a live budget handle, not used again afterwards and not in use by
 /// another thread.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_budget_free(budget: *mut holdoff_budget) -> holdoff_status {
+pub unsafe extern "C" fn holdoff_retry_budget_free(budget: *mut holdoff_retry_budget) -> holdoff_status {
     // SAFETY: forwarded contract.
-    unsafe { holdoff_budget::free(budget) }
+    unsafe { holdoff_retry_budget::free(budget) }
 }
 
 /// Decides what to do after an attempt's outcome (`holdoff_outcome`, plus the provider's
@@ -259,8 +123,8 @@ pub unsafe extern "C" fn holdoff_budget_free(budget: *mut holdoff_budget) -> hol
 /// `budget` and `state` must be NULL or live handles of their types; `out` NULL or valid for a
 /// write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_budget_decide(
-    budget: *const holdoff_budget,
+pub unsafe extern "C" fn holdoff_retry_budget_decide(
+    budget: *const holdoff_retry_budget,
     state: *const holdoff_retry_state,
     outcome: u32,
     retry_later_ns: u64,
@@ -268,7 +132,7 @@ pub unsafe extern "C" fn holdoff_budget_decide(
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let b = unsafe { holdoff_budget::borrow(budget)? };
+        let b = unsafe { holdoff_retry_budget::borrow(budget)? };
         // SAFETY: forwarded contract.
         let s = unsafe { holdoff_retry_state::borrow(state)? };
         non_null(out, "out")?;
@@ -287,13 +151,13 @@ pub unsafe extern "C" fn holdoff_budget_decide(
 /// # Safety
 /// `budget` must be NULL or a live budget handle; `out` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_budget_episode(
-    budget: *const holdoff_budget,
+pub unsafe extern "C" fn holdoff_retry_budget_episode(
+    budget: *const holdoff_retry_budget,
     out: *mut holdoff_episode,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let b = unsafe { holdoff_budget::borrow(budget)? };
+        let b = unsafe { holdoff_retry_budget::borrow(budget)? };
         non_null(out, "out")?;
         let e = match b.episode_start() {
             Some(t) => holdoff_episode {
@@ -361,5 +225,3 @@ pub unsafe extern "C" fn holdoff_retry_state_retries(
         Ok(holdoff_status::Ok)
     })
 }
-
-const _: () = assert!(std::mem::offset_of!(holdoff_budget_options, struct_size) == 0);

@@ -1,19 +1,20 @@
 //! `holdoff_config`: the language-neutral JSON configuration (the `config` object of every
-//! conformance case and `holdoff simulate` scenario), parsed and validated by the core.
+//! conformance case and `holdoff simulate` scenario), parsed and validated by the core. It is
+//! the one way to configure an object: every `holdoff_<object>_new` reads one (NULL: the core's
+//! defaults), and `holdoff_config_to_json` writes one back with every field, which is how the
+//! Go and C# bindings learn the core's defaults.
 
 use std::ffi::c_char;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use hcore::config::HoldoffConfig;
+use hcore::interop::config::{
+    BreakerSpec, BudgetSpec, ClassifierSpec, ExecuteSpec, GroupSpec, HoldoffConfig, QuotaSpec,
+};
 use hcore::{BreakerConfig, BudgetConfig, ClassifierConfig, ExecutionConfig, QuotaConfig};
 
-use crate::breaker::{holdoff_breaker, holdoff_group, new_breaker, new_group};
-use crate::budget::{holdoff_budget, new_budget};
-use crate::clock::holdoff_clock;
 use crate::execution::holdoff_execution_options;
 use crate::handle::{handle, non_null, write, Handle};
-use crate::http::{bytes, holdoff_classifier, new_classifier};
-use crate::quota::{holdoff_quota, new_quota};
+use crate::http::bytes;
 use crate::status::{boundary, holdoff_status, Fail};
 
 /// `holdoff_config_parts` bit: the configuration has a `breaker` part.
@@ -32,25 +33,63 @@ pub const HOLDOFF_CONFIG_EXECUTE: u32 = 32;
 
 /// A parsed, validated configuration in holdoff's neutral JSON format (durations in
 /// milliseconds, `"NaN"`/`"Infinity"` spelled as strings, unknown keys refused; see
-/// `core/src/config.rs`). Immutable and thread-safe. Free with `holdoff_config_free`.
+/// `core/src/interop/config.rs`). Immutable and thread-safe. Free with `holdoff_config_free`.
 pub struct holdoff_config {
     _private: [u8; 0],
 }
 
+/// Each part checked by the core; an absent part is `None` (the core's defaults apply).
+#[derive(Default)]
 pub(crate) struct ConfigHandle {
     breaker: Option<BreakerConfig>,
     budget: Option<BudgetConfig>,
     quota: Option<QuotaConfig>,
     classifier: Option<ClassifierConfig>,
-    /// `group.max_keys`, checked (the core's default when absent).
-    group_max_keys: usize,
-    has_group: bool,
-    /// `execute`, checked (the core's defaults when absent).
-    execution: ExecutionConfig,
-    has_execute: bool,
+    group_max_keys: Option<usize>,
+    execution: Option<ExecutionConfig>,
 }
 
 handle!(holdoff_config => ConfigHandle, Config, "config");
+
+impl ConfigHandle {
+    pub(crate) fn breaker(&self) -> BreakerConfig {
+        self.breaker.clone().unwrap_or_default()
+    }
+
+    pub(crate) fn budget(&self) -> BudgetConfig {
+        self.budget.clone().unwrap_or_default()
+    }
+
+    pub(crate) fn quota(&self) -> QuotaConfig {
+        self.quota.unwrap_or_default()
+    }
+
+    pub(crate) fn classifier(&self) -> ClassifierConfig {
+        self.classifier.clone().unwrap_or_default()
+    }
+
+    pub(crate) fn group_max_keys(&self) -> usize {
+        self.group_max_keys.unwrap_or(hcore::group::DEFAULT_MAX_KEYS)
+    }
+
+    pub(crate) fn execution(&self) -> ExecutionConfig {
+        self.execution.unwrap_or_default()
+    }
+
+    /// Every part, every field explicit: what the objects built from this configuration use.
+    fn to_spec(&self) -> HoldoffConfig {
+        HoldoffConfig {
+            breaker: Some(BreakerSpec::from(&self.breaker())),
+            budget: Some(BudgetSpec::from(&self.budget())),
+            quota: Some(QuotaSpec::from(&self.quota())),
+            classifier: Some(ClassifierSpec::from(&self.classifier())),
+            group: Some(GroupSpec {
+                max_keys: Some(i64::try_from(self.group_max_keys()).unwrap_or(i64::MAX)),
+            }),
+            execute: Some(ExecuteSpec::from(&self.execution())),
+        }
+    }
+}
 
 fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
     let spec: HoldoffConfig = serde_json::from_slice(text).map_err(|e| {
@@ -72,10 +111,43 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
         budget,
         quota,
         classifier: spec.classifier.is_some().then_some(classifier),
-        group_max_keys,
-        has_group: spec.group.is_some(),
-        execution,
-        has_execute: spec.execute.is_some(),
+        group_max_keys: spec.group.is_some().then_some(group_max_keys),
+        execution: spec.execute.is_some().then_some(execution),
+    })
+}
+
+/// The configuration a constructor reads: the handle's, or the core's defaults for NULL.
+///
+/// # Safety
+/// `config` must be NULL or a live configuration handle.
+pub(crate) unsafe fn config_or_defaults<'a>(config: *const holdoff_config) -> Result<&'a ConfigHandle, Fail> {
+    static DEFAULTS: OnceLock<ConfigHandle> = OnceLock::new();
+    if config.is_null() {
+        return Ok(DEFAULTS.get_or_init(ConfigHandle::default));
+    }
+    // SAFETY: forwarded contract.
+    unsafe { holdoff_config::borrow(config) }
+}
+
+/// The body of every `holdoff_<object>_new`: `make` builds the object from the configuration
+/// (the core's defaults for NULL), and its new handle is written to `*out`.
+///
+/// # Safety
+/// `config` must be NULL or a live configuration handle; `out` NULL or valid for writing a
+/// pointer.
+pub(crate) unsafe fn build<H: Handle>(
+    config: *const holdoff_config,
+    out: *mut *mut H,
+    make: impl FnOnce(&ConfigHandle) -> Result<H::Target, Fail>,
+) -> holdoff_status {
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { config_or_defaults(config)? };
+        let made = Arc::new(make(c)?);
+        non_null(out, "out")?;
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, H::into_ptr(made)) };
+        Ok(holdoff_status::Ok)
     })
 }
 
@@ -143,8 +215,8 @@ pub unsafe extern "C" fn holdoff_config_parts(
             (c.budget.is_some(), HOLDOFF_CONFIG_BUDGET),
             (c.quota.is_some(), HOLDOFF_CONFIG_QUOTA),
             (c.classifier.is_some(), HOLDOFF_CONFIG_CLASSIFIER),
-            (c.has_group, HOLDOFF_CONFIG_GROUP),
-            (c.has_execute, HOLDOFF_CONFIG_EXECUTE),
+            (c.group_max_keys.is_some(), HOLDOFF_CONFIG_GROUP),
+            (c.execution.is_some(), HOLDOFF_CONFIG_EXECUTE),
         ] {
             if present {
                 parts |= bit;
@@ -156,118 +228,59 @@ pub unsafe extern "C" fn holdoff_config_parts(
     })
 }
 
-/// Creates a closed breaker from the configuration's `breaker` part (the core's defaults if it
-/// has none), reading `clock`. Free it with `holdoff_breaker_free`.
+/// Writes the neutral JSON of `config` (NULL: the core's defaults) into `buf`: every part
+/// (`breaker`, `budget`, `quota`, `classifier`, `group`, `execute`) with every field explicit,
+/// absent parts and fields filled with the core's defaults, so it is exactly what the objects
+/// built from the configuration use. Durations are float milliseconds; `null` is "none" (no
+/// probe timeout, no default wait, no limit). The text is UTF-8 followed by a NUL, and
+/// `holdoff_config_parse` reads it back to the same configuration.
 ///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Writes the text's length in bytes (without the NUL) to `*out_len`. With `capacity` 0 only
+/// the length is written (`buf` may then be NULL): call once to size the buffer, then again
+/// with `capacity` at least the length + 1.
+///
+/// Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `capacity` when it is neither 0 nor at least
+/// the length + 1 (nothing is written); `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
-/// `config`, `clock` must be NULL or live handles; `out` NULL or valid for writing a pointer.
+/// `config` must be NULL or a live configuration handle; `buf` valid for writing `capacity`
+/// bytes; `out_len` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_config_new_breaker(
+pub unsafe extern "C" fn holdoff_config_to_json(
     config: *const holdoff_config,
-    clock: *const holdoff_clock,
-    out: *mut *mut holdoff_breaker,
+    buf: *mut c_char,
+    capacity: usize,
+    out_len: *mut usize,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_config::borrow(config)? };
-        // SAFETY: forwarded contract.
-        let k = unsafe { holdoff_clock::borrow(clock)? };
-        non_null(out, "out")?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_breaker(c.breaker.clone().unwrap_or_default(), k, out) }
-    })
-}
-
-/// Creates a breaker group whose template is the configuration's `breaker` part (the core's
-/// defaults if it has none), bounded by its `group.max_keys` (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS`
-/// if absent), reading `clock`. Free it with `holdoff_group_free`.
-///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `config`, `clock` must be NULL or live handles; `out` NULL or valid for writing a pointer.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_config_new_group(
-    config: *const holdoff_config,
-    clock: *const holdoff_clock,
-    out: *mut *mut holdoff_group,
-) -> holdoff_status {
-    boundary(|| {
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_config::borrow(config)? };
-        // SAFETY: forwarded contract.
-        let k = unsafe { holdoff_clock::borrow(clock)? };
-        non_null(out, "out")?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_group(c.breaker.clone().unwrap_or_default(), c.group_max_keys, k, out) }
-    })
-}
-
-/// Creates a retry budget from the configuration's `budget` part (the core's defaults if it
-/// has none), reading `clock`. Free it with `holdoff_budget_free`.
-///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `config`, `clock` must be NULL or live handles; `out` NULL or valid for writing a pointer.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_config_new_budget(
-    config: *const holdoff_config,
-    clock: *const holdoff_clock,
-    out: *mut *mut holdoff_budget,
-) -> holdoff_status {
-    boundary(|| {
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_config::borrow(config)? };
-        // SAFETY: forwarded contract.
-        let k = unsafe { holdoff_clock::borrow(clock)? };
-        non_null(out, "out")?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_budget(c.budget.clone().unwrap_or_default(), k, out) }
-    })
-}
-
-/// Creates a full retry quota from the configuration's `quota` part (the core's defaults if
-/// it has none). Free it with `holdoff_quota_free`.
-///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `config` must be NULL or a live handle; `out` NULL or valid for writing a pointer.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_config_new_quota(
-    config: *const holdoff_config,
-    out: *mut *mut holdoff_quota,
-) -> holdoff_status {
-    boundary(|| {
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_config::borrow(config)? };
-        non_null(out, "out")?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_quota(c.quota.unwrap_or_default(), out) }
-    })
-}
-
-/// Creates a classifier from the configuration's `classifier` part (the default classifier
-/// if it has none). Free it with `holdoff_classifier_free`.
-///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `config` must be NULL or a live handle; `out` NULL or valid for writing a pointer.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_config_new_classifier(
-    config: *const holdoff_config,
-    out: *mut *mut holdoff_classifier,
-) -> holdoff_status {
-    boundary(|| {
-        // SAFETY: forwarded contract.
-        let c = unsafe { holdoff_config::borrow(config)? };
-        non_null(out, "out")?;
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_classifier(c.classifier.clone().unwrap_or_default(), out) }
+        let c = unsafe { config_or_defaults(config)? };
+        non_null(out_len, "out_len")?;
+        if capacity > 0 {
+            non_null(buf, "buf")?;
+        }
+        // Serialising plain numbers, strings and maps cannot fail.
+        let text = serde_json::to_vec(&c.to_spec()).unwrap_or_default();
+        if capacity > 0 {
+            if capacity <= text.len() {
+                return Err(Fail::input(
+                    "capacity",
+                    format!(
+                        "{capacity} bytes cannot hold the {} bytes and the NUL",
+                        text.len()
+                    ),
+                ));
+            }
+            // SAFETY: `buf` is valid for `capacity` > `text.len()` bytes by contract, and the
+            // library's own text cannot overlap the caller's buffer.
+            unsafe {
+                std::ptr::copy_nonoverlapping(text.as_ptr(), buf.cast::<u8>(), text.len());
+                write(buf.add(text.len()), 0);
+            }
+        }
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out_len, text.len()) };
+        Ok(holdoff_status::Ok)
     })
 }
 
@@ -291,7 +304,7 @@ pub unsafe extern "C" fn holdoff_config_execution_options(
         // SAFETY: forwarded contract.
         let c = unsafe { holdoff_config::borrow(config)? };
         non_null(out_options, "out_options")?;
-        let o = holdoff_execution_options::from_config(&c.execution)?;
+        let o = holdoff_execution_options::from_config(&c.execution())?;
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_options, o) };
         Ok(holdoff_status::Ok)

@@ -25,21 +25,19 @@
 //! holdoff_execution_free(exec);
 //! ```
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr, CString};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
-use hcore::{
-    Attempted, ConfigError, Execution, ExecutionConfig, GaveUp, GiveUpReason, Policy, Step, Verdict,
-};
+use hcore::interop::{AttemptedKind, Coded, StepKind, VerdictKind};
+use hcore::{ConfigError, Execution, ExecutionConfig, Policy, Step, Verdict};
 
-use crate::breaker::read_options;
 use crate::handle::{handle, non_null, write, Handle};
 use crate::http::holdoff_header;
 use crate::policy::holdoff_policy;
 use crate::status::{boundary, holdoff_status, Fail};
 use crate::types::{
-    c_enum, core_name, holdoff_give_up_reason, holdoff_wait_source, local_name, ns, opt_ns, outcome_from_c,
+    c_enum, core_coded, core_name, holdoff_give_up_reason, holdoff_wait_source, ns, opt_ns, outcome_from_c,
     outcome_to_c, CEnum,
 };
 
@@ -137,11 +135,21 @@ c_enum!(holdoff_limit: Default, None, Set);
 c_enum!(holdoff_step_kind: Attempt, Wait, Finish);
 c_enum!(holdoff_attempted: Returned, Raised, Cancelled, Bug);
 c_enum!(holdoff_verdict: Return, Rethrow, BreakerOpen, GiveUp, Cancelled, InvalidInput);
+core_coded!(
+    holdoff_step_kind => StepKind,
+    holdoff_attempted => AttemptedKind,
+    holdoff_verdict => VerdictKind,
+);
 
 /// The time limits of an execution. Fill it with `holdoff_execution_options_init`, or
 /// zero-initialise it and set `struct_size`: both give the core's defaults (no attempt timeout,
 /// `HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS` in total). To set a limit, set its kind to
 /// `HOLDOFF_LIMIT_SET` and its `_ns` field; `HOLDOFF_LIMIT_NONE` removes it.
+///
+/// These are the arguments of one call, not an object's configuration (that is a
+/// `holdoff_config`): a caller may narrow them per call, as the Go binding does with a
+/// context's deadline. `holdoff_config_execution_options` fills them from a configuration's
+/// `execute` part.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct holdoff_execution_options {
@@ -251,6 +259,32 @@ fn limit(kind: u32, value_ns: u64, field: &str) -> Result<Option<Option<Duration
     }
 }
 
+/// Copies a caller's options struct whose first field is its `struct_size`. The size is read
+/// alone first: a caller built against an older, smaller struct gets
+/// `HOLDOFF_STATUS_ABI_MISMATCH` before any byte past its struct is read.
+///
+/// # Safety
+/// `ptr` must be non-NULL and readable for a `usize`, and for `size_of::<T>()` bytes when that
+/// leading `usize` equals `size_of::<T>()`.
+unsafe fn read_options<T: Copy>(ptr: *const T, param: &str) -> Result<T, Fail> {
+    // SAFETY: the options struct starts with `struct_size: usize` (asserted at compile time
+    // next to it); readable by contract.
+    let got = unsafe { ptr.cast::<usize>().read_unaligned() };
+    let want = std::mem::size_of::<T>();
+    if got != want {
+        return Err(Fail::new(
+            holdoff_status::AbiMismatch,
+            &format!("{param}.struct_size"),
+            format!(
+                "{param}.struct_size is {got} but this library's struct is {want} bytes: \
+                 initialise it with its _init function and use the header of this library version"
+            ),
+        ));
+    }
+    // SAFETY: the caller's struct is as large as ours; readable by contract.
+    Ok(unsafe { ptr.read_unaligned() })
+}
+
 impl holdoff_execution_options {
     fn defaults() -> Self {
         holdoff_execution_options {
@@ -329,46 +363,9 @@ fn empty_step(kind: holdoff_step_kind) -> holdoff_step {
     }
 }
 
-impl From<Verdict> for holdoff_verdict {
-    fn from(v: Verdict) -> Self {
-        match v {
-            Verdict::Return { .. } => holdoff_verdict::Return,
-            Verdict::Rethrow { .. } => holdoff_verdict::Rethrow,
-            Verdict::BreakerOpen { .. } => holdoff_verdict::BreakerOpen,
-            Verdict::GiveUp(_) => holdoff_verdict::GiveUp,
-            Verdict::Cancelled { .. } => holdoff_verdict::Cancelled,
-            Verdict::InvalidInput { .. } => holdoff_verdict::InvalidInput,
-        }
-    }
-}
-
-/// A verdict of kind `v` (for its name: the core names verdicts, which carry data).
-fn verdict_of(v: holdoff_verdict) -> Verdict {
-    match v {
-        holdoff_verdict::Return => Verdict::Return { attempts: 0 },
-        holdoff_verdict::Rethrow => Verdict::Rethrow {
-            attempts: 0,
-            reason: None,
-        },
-        holdoff_verdict::BreakerOpen => Verdict::BreakerOpen {
-            attempts: 0,
-            retry_after: None,
-        },
-        holdoff_verdict::GiveUp => Verdict::GiveUp(GaveUp {
-            reason: GiveUpReason::BudgetSpent,
-            attempts: 0,
-            retry_after: None,
-            server_delay: None,
-            capped: false,
-        }),
-        holdoff_verdict::Cancelled => Verdict::Cancelled { attempts: 0 },
-        holdoff_verdict::InvalidInput => Verdict::InvalidInput { attempts: 0 },
-    }
-}
-
 fn finish_into(s: &mut holdoff_step, v: Verdict) {
     s.kind = holdoff_step_kind::Finish as u32;
-    s.verdict = holdoff_verdict::from(v) as u32;
+    s.verdict = VerdictKind::of(&v).code();
     s.attempts = v.attempts();
     let reason = match v {
         Verdict::Rethrow { reason, .. } => reason,
@@ -583,20 +580,14 @@ pub unsafe extern "C" fn holdoff_execution_complete(
     // SAFETY: forwarded contract.
     unsafe {
         drive(execution, out, |e| {
-            let kind = holdoff_attempted::from_code(attempted).ok_or_else(|| {
+            let kind = AttemptedKind::from_code(attempted).ok_or_else(|| {
                 Fail::input(
                     "attempted",
                     format!("{attempted} is not a holdoff_attempted (0..=3)"),
                 )
             })?;
             let o = outcome_from_c(outcome, retry_later_ns)?;
-            let a = match kind {
-                holdoff_attempted::Returned => Attempted::Returned(o),
-                holdoff_attempted::Raised => Attempted::Raised(o),
-                holdoff_attempted::Cancelled => Attempted::Cancelled,
-                holdoff_attempted::Bug => Attempted::Bug,
-            };
-            let step = e.complete(a)?;
+            let step = e.complete(kind.attempted(o))?;
             Ok(step_to_c(e, step))
         })
     }
@@ -681,59 +672,46 @@ pub unsafe extern "C" fn holdoff_execution_stop(
 }
 
 /// The stable name of a `holdoff_verdict` (`return`, `rethrow`, `breaker_open`, `give_up`,
-/// `cancelled`, `invalid_input`; the core's names); NULL for an unknown value. Static string.
+/// `cancelled`, `invalid_input`); NULL for an unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_verdict_name(verdict: u32) -> *const c_char {
-    static NAMES: OnceLock<Vec<std::ffi::CString>> = OnceLock::new();
-    core_name(&NAMES, verdict, |c: holdoff_verdict| verdict_of(c).name())
+    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    core_name::<VerdictKind>(&NAMES, verdict)
 }
 
-/// The name of a `holdoff_step_kind` (`attempt`, `wait`, `finish`); NULL for an unknown value.
-/// Static string.
+/// The name of a `holdoff_step_kind` (`attempt`, `wait`, `finish`); NULL for an unknown
+/// value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_step_kind_name(kind: u32) -> *const c_char {
-    local_name::<holdoff_step_kind>(&[c"attempt", c"wait", c"finish"], kind)
+    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    core_name::<StepKind>(&NAMES, kind)
 }
 
 /// The name of a `holdoff_attempted` (`returned`, `raised`, `cancelled`, `bug`); NULL for an
 /// unknown value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_attempted_name(attempted: u32) -> *const c_char {
-    local_name::<holdoff_attempted>(&[c"returned", c"raised", c"cancelled", c"bug"], attempted)
+    static NAMES: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    core_name::<AttemptedKind>(&NAMES, attempted)
 }
 
 /// The name of a `holdoff_limit` (`default`, `none`, `set`); NULL for an unknown value. Static
 /// string.
 #[no_mangle]
 pub extern "C" fn holdoff_limit_name(limit: u32) -> *const c_char {
-    local_name::<holdoff_limit>(&[c"default", c"none", c"set"], limit)
+    const NAMES: [&CStr; 3] = [c"default", c"none", c"set"];
+    holdoff_limit::from_code(limit).map_or(std::ptr::null(), |l| NAMES[l as usize].as_ptr())
 }
 
 #[cfg(test)]
 mod tests {
-    use std::ffi::CStr;
-
     use super::*;
-
-    fn s(p: *const c_char) -> &'static str {
-        assert!(!p.is_null());
-        // SAFETY: every name is a static C string.
-        unsafe { CStr::from_ptr(p) }.to_str().unwrap()
-    }
-
-    /// Every code of `C` is dense from 0 and named; the next code has no name.
-    fn names<C: CEnum>(name: extern "C" fn(u32) -> *const c_char) -> Vec<&'static str> {
-        for (i, c) in C::ALL.iter().enumerate() {
-            assert_eq!(c.code(), i as u32);
-        }
-        assert!(name(C::ALL.len() as u32).is_null());
-        C::ALL.iter().map(|c| s(name(c.code()))).collect()
-    }
 
     #[test]
     fn codes_and_names() {
+        use crate::types::tests::{s, tied};
         assert_eq!(
-            names::<holdoff_verdict>(holdoff_verdict_name),
+            tied::<holdoff_verdict, VerdictKind>(holdoff_verdict_name),
             [
                 "return",
                 "rethrow",
@@ -743,22 +721,14 @@ mod tests {
                 "invalid_input"
             ]
         );
-        for c in holdoff_verdict::ALL {
-            assert_eq!(s(holdoff_verdict_name(c.code())), verdict_of(*c).name());
-            assert_eq!(holdoff_verdict::from(verdict_of(*c)), *c);
-        }
-        assert_eq!(
-            names::<holdoff_step_kind>(holdoff_step_kind_name),
-            ["attempt", "wait", "finish"]
-        );
-        assert_eq!(
-            names::<holdoff_attempted>(holdoff_attempted_name),
-            ["returned", "raised", "cancelled", "bug"]
-        );
-        assert_eq!(
-            names::<holdoff_limit>(holdoff_limit_name),
-            ["default", "none", "set"]
-        );
+        tied::<holdoff_step_kind, StepKind>(holdoff_step_kind_name);
+        tied::<holdoff_attempted, AttemptedKind>(holdoff_attempted_name);
+        let limits: Vec<_> = holdoff_limit::ALL
+            .iter()
+            .map(|l| s(holdoff_limit_name(*l as u32)))
+            .collect();
+        assert_eq!(limits, ["default", "none", "set"]);
+        assert!(holdoff_limit_name(3).is_null());
     }
 
     fn field(r: Result<ExecutionConfig, Fail>) -> (holdoff_status, String) {

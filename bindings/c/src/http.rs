@@ -2,17 +2,13 @@
 
 use std::borrow::Cow;
 use std::ffi::c_char;
-use std::sync::Arc;
-use std::time::Duration;
 
-use hcore::{
-    check_status, hint_from_headers, parse_retry_after, Classification, Classifier, ClassifierConfig,
-    RetryAfter,
-};
+use hcore::{check_status, hint_from_headers, parse_retry_after, Classification, Classifier, RetryAfter};
 
 use crate::clock::unix;
+use crate::config::{build, holdoff_config};
 use crate::handle::{handle, non_null, write, Handle};
-use crate::status::{boundary, holdoff_status, Fail, Res};
+use crate::status::{boundary, holdoff_status, Fail};
 use crate::types::{holdoff_hint_source, holdoff_unusable, ns, outcome_to_c};
 
 /// Turns an HTTP response (status, headers) into a `holdoff_outcome`. Immutable and
@@ -36,30 +32,6 @@ pub struct holdoff_header {
     pub value: *const c_char,
     /// Length of `value` in bytes.
     pub value_len: usize,
-}
-
-/// Configuration of a classifier. Fill it with `holdoff_classifier_options_init`. The status
-/// arrays are read during `holdoff_classifier_new` only (copied).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub struct holdoff_classifier_options {
-    /// `sizeof(holdoff_classifier_options)`, set by `holdoff_classifier_options_init`.
-    pub struct_size: usize,
-    /// Statuses counted as failures, overriding the default mapping (may be NULL if len 0).
-    pub failure_statuses: *const u16,
-    /// Number of `failure_statuses`.
-    pub failure_statuses_len: usize,
-    /// Statuses counted as answers (reachable, not retryable).
-    pub answer_statuses: *const u16,
-    /// Number of `answer_statuses`.
-    pub answer_statuses_len: usize,
-    /// Statuses whose delay hint opens a retry-later wait. Default 429 and 503 (a static array).
-    pub retry_after_statuses: *const u16,
-    /// Number of `retry_after_statuses`.
-    pub retry_after_statuses_len: usize,
-    /// Wait for a 429 that carries no usable hint, ns; 0 (default) means none: such a 429 is a
-    /// failure and takes the budget's counted backoff.
-    pub rate_limit_default_wait_ns: u64,
 }
 
 /// A parsed delay hint.
@@ -94,8 +66,6 @@ pub struct holdoff_classification {
     pub has_should_retry: u8,
 }
 
-static DEFAULT_RETRY_AFTER_STATUSES: [u16; 2] = [429, 503];
-
 /// Borrows `len` bytes at `ptr` (NULL allowed when `len` is 0).
 ///
 /// # Safety
@@ -107,17 +77,6 @@ pub(crate) unsafe fn bytes<'a>(ptr: *const c_char, len: usize, param: &str) -> R
     non_null(ptr, param)?;
     // SAFETY: non-NULL and valid for `len` bytes by the caller's contract.
     Ok(unsafe { std::slice::from_raw_parts(ptr.cast::<u8>(), len) })
-}
-
-/// # Safety
-/// `ptr` must be valid for reading `len` elements.
-unsafe fn statuses(ptr: *const u16, len: usize, field: &str) -> Result<Vec<u16>, Fail> {
-    if len == 0 {
-        return Ok(Vec::new());
-    }
-    non_null(ptr, field)?;
-    // SAFETY: non-NULL and valid for `len` elements by the caller's contract.
-    Ok(unsafe { std::slice::from_raw_parts(ptr, len) }.to_vec())
 }
 
 /// Reads a C header array into owned (name, value) pairs.
@@ -236,84 +195,26 @@ pub unsafe extern "C" fn holdoff_hint_from_headers(
     })
 }
 
-/// Fills `*options` with the default classifier: no overrides, Retry-After honoured on 429 and
-/// 503, no default wait for a 429 without a hint.
+/// Creates a classifier from `config`'s `classifier` part (the default classifier if it has
+/// none, or if `config` is NULL). Default mapping: 1xx-3xx success; 429/503 with a usable
+/// non-zero hint retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every
+/// other status an answer; a status outside 100..=599 (a 0, a 600, a 999) a failure, whatever
+/// else the response says. The configuration's status lists win over the default, failures
+/// first; then `x-should-retry: false` makes any status from 400 up an answer and
+/// `x-should-retry: true` makes an answer a failure.
 ///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `options` must be NULL or valid for a write of `holdoff_classifier_options`.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_classifier_options_init(
-    options: *mut holdoff_classifier_options,
-) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        let o = holdoff_classifier_options {
-            struct_size: std::mem::size_of::<holdoff_classifier_options>(),
-            failure_statuses: std::ptr::null(),
-            failure_statuses_len: 0,
-            answer_statuses: std::ptr::null(),
-            answer_statuses_len: 0,
-            retry_after_statuses: DEFAULT_RETRY_AFTER_STATUSES.as_ptr(),
-            retry_after_statuses_len: DEFAULT_RETRY_AFTER_STATUSES.len(),
-            rate_limit_default_wait_ns: 0,
-        };
-        // SAFETY: checked non-NULL; valid by contract.
-        unsafe { write(options, o) };
-        Ok(holdoff_status::Ok)
-    })
-}
-
-/// Creates a classifier. Default mapping: 1xx-3xx success; 429/503 with a usable non-zero hint
-/// retry-later; 408, 410, 429, 460 and 5xx except 501, 505, 511 failure; every other status an
-/// answer; a status outside 100..=599 (a 0, a 600, a 999) a failure, whatever else the response
-/// says. The override lists win over the default, failures first; then `x-should-retry: false`
-/// makes any status from 400 up an answer and `x-should-retry: true` makes an answer a failure.
-///
-/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (a status outside 100..=599);
-/// `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`out`).
 ///
 /// # Safety
-/// `options` must be NULL or point to a readable `holdoff_classifier_options` whose arrays are
-/// valid for their lengths; `out` NULL or valid for writing a pointer. On success the caller
-/// owns `*out` and frees it once with `holdoff_classifier_free`.
+/// `config` must be NULL or a live configuration handle; `out` NULL or valid for writing a
+/// pointer. On success the caller owns `*out` and frees it once with `holdoff_classifier_free`.
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_classifier_new(
-    options: *const holdoff_classifier_options,
+    config: *const holdoff_config,
     out: *mut *mut holdoff_classifier,
 ) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        non_null(out, "out")?;
-        // SAFETY: checked non-NULL; readable by contract.
-        let o = unsafe { crate::breaker::read_options(options, "options") }?;
-        let wait = o.rate_limit_default_wait_ns;
-        // SAFETY: each array is valid for its length by contract.
-        let config = unsafe {
-            ClassifierConfig {
-                failure_statuses: statuses(o.failure_statuses, o.failure_statuses_len, "failure_statuses")?,
-                answer_statuses: statuses(o.answer_statuses, o.answer_statuses_len, "answer_statuses")?,
-                retry_after_statuses: statuses(
-                    o.retry_after_statuses,
-                    o.retry_after_statuses_len,
-                    "retry_after_statuses",
-                )?,
-                rate_limit_default_wait: (wait != 0).then(|| Duration::from_nanos(wait)),
-            }
-        };
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_classifier(config, out) }
-    })
-}
-
-/// # Safety
-/// `out` must be non-NULL and valid for writing a pointer.
-pub(crate) unsafe fn new_classifier(config: ClassifierConfig, out: *mut *mut holdoff_classifier) -> Res {
-    let c = Arc::new(Classifier::new(config)?);
     // SAFETY: forwarded contract.
-    unsafe { write(out, holdoff_classifier::into_ptr(c)) };
-    Ok(holdoff_status::Ok)
+    unsafe { build(config, out, |c| Ok(Classifier::new(c.classifier())?)) }
 }
 
 /// Releases a classifier handle. NULL does nothing. A policy using it keeps its own copy.
@@ -365,6 +266,5 @@ pub unsafe extern "C" fn holdoff_classifier_classify(
     })
 }
 
-const _: () = assert!(std::mem::offset_of!(holdoff_classifier_options, struct_size) == 0);
 // The x-should-retry bytes went into what was tail padding: the struct kept its size.
 const _: () = assert!(std::mem::size_of::<holdoff_classification>() == 32);

@@ -5,7 +5,7 @@
 //! holdoff_policy_call *call; holdoff_policy_call_new(&call);
 //! for (;;) {
 //!     holdoff_before b; holdoff_permit p;
-//!     holdoff_policy_before(policy, call, &b, &p);
+//!     holdoff_policy_before_attempt(policy, call, &b, &p);
 //!     if (b.action == HOLDOFF_BEFORE_ACTION_WAIT) { sleep_ns(b.delay_ns); continue; }
 //!     if (b.action == HOLDOFF_BEFORE_ACTION_GIVE_UP) break;
 //!     int status = do_request();
@@ -22,10 +22,10 @@ use std::sync::{Arc, Mutex};
 use hcore::{Before, Call, Policy};
 
 use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit};
-use crate::budget::{decision_to_c, holdoff_budget, holdoff_decision};
+use crate::budget::{decision_to_c, holdoff_decision, holdoff_retry_budget};
 use crate::handle::{handle, non_null, write, Handle};
 use crate::http::{classification_to_c, holdoff_classification, holdoff_classifier, holdoff_header};
-use crate::quota::holdoff_quota;
+use crate::quota::holdoff_retry_quota;
 use crate::status::{boundary, holdoff_status};
 use crate::types::{holdoff_before_action, holdoff_give_up_reason, ns, opt_ns, outcome_from_c};
 
@@ -46,7 +46,7 @@ pub struct holdoff_policy_call {
 
 handle!(holdoff_policy_call => Mutex<Call>, PolicyCall, "call");
 
-/// What to do before an attempt (`holdoff_policy_before`).
+/// What to do before an attempt (`holdoff_policy_before_attempt`).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct holdoff_before {
@@ -75,8 +75,8 @@ pub struct holdoff_before {
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_policy_new(
     breaker: *const holdoff_breaker,
-    budget: *const holdoff_budget,
-    quota: *const holdoff_quota,
+    budget: *const holdoff_retry_budget,
+    quota: *const holdoff_retry_quota,
     classifier: *const holdoff_classifier,
     out: *mut *mut holdoff_policy,
 ) -> holdoff_status {
@@ -84,12 +84,12 @@ pub unsafe extern "C" fn holdoff_policy_new(
         // SAFETY: forwarded contract (each clone checks NULL and, in debug, liveness).
         let b = unsafe { holdoff_breaker::clone_arc(breaker)? };
         // SAFETY: as above.
-        let g = unsafe { holdoff_budget::clone_arc(budget)? };
+        let g = unsafe { holdoff_retry_budget::clone_arc(budget)? };
         let q = if quota.is_null() {
             None
         } else {
             // SAFETY: as above.
-            Some(unsafe { holdoff_quota::clone_arc(quota)? })
+            Some(unsafe { holdoff_retry_quota::clone_arc(quota)? })
         };
         let c = if classifier.is_null() {
             hcore::Classifier::default()
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn holdoff_policy_call_attempts(
 /// # Safety
 /// `policy`, `call` must be NULL or live handles; `out`, `out_permit` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_policy_before(
+pub unsafe extern "C" fn holdoff_policy_before_attempt(
     policy: *const holdoff_policy,
     call: *const holdoff_policy_call,
     out: *mut holdoff_before,
@@ -228,9 +228,9 @@ pub unsafe extern "C" fn holdoff_policy_before(
 ///
 /// # Safety
 /// `policy`, `call` must be NULL or live handles; `permit` NULL or a valid, writable permit
-/// from `holdoff_policy_before`; `out` NULL or valid for a write.
+/// from `holdoff_policy_before_attempt`; `out` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_policy_after(
+pub unsafe extern "C" fn holdoff_policy_after_attempt(
     policy: *const holdoff_policy,
     call: *const holdoff_policy_call,
     permit: *mut holdoff_permit,
@@ -255,7 +255,7 @@ pub unsafe extern "C" fn holdoff_policy_after(
     })
 }
 
-/// `holdoff_policy_after` for an HTTP response: classifies (`status`, headers) with the
+/// `holdoff_policy_after_attempt` for an HTTP response: classifies (`status`, headers) with the
 /// policy's classifier at the decision's one clock reading (so HTTP-dates and the delay agree),
 /// then decides. Writes the classification to `*out_classification` if it is not NULL.
 /// `status` is whatever integer the HTTP client gave: 0..=999 is a status (one outside
@@ -267,7 +267,7 @@ pub unsafe extern "C" fn holdoff_policy_after(
 /// `HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED`, `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
-/// As `holdoff_policy_after`; `headers` valid for reading `n_headers` headers;
+/// As `holdoff_policy_after_attempt`; `headers` valid for reading `n_headers` headers;
 /// `out_classification` NULL or valid for a write.
 #[no_mangle]
 #[allow(clippy::too_many_arguments)]

@@ -1,42 +1,25 @@
-//! `holdoff_quota`: the retry quota, a token bucket shared by an upstream's callers.
+//! `holdoff_retry_quota`: the retry quota, a token bucket shared by an upstream's callers.
 
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
 
-use hcore::quota::take_raw;
-use hcore::{PermitError, QuotaConfig, RawLease, RetryQuota};
+use hcore::interop::{take_lease, RawLease};
+use hcore::{PermitError, RetryQuota};
 
+use crate::config::{build, holdoff_config};
 use crate::handle::{handle, non_null, write, Handle};
-use crate::status::{boundary, holdoff_status, Fail, Res};
+use crate::status::{boundary, holdoff_status, Fail};
 
 /// A retry quota: retries cost tokens, retries after a timeout cost more, successes refund
 /// (AWS SDK standard mode). Clock-free and lock-free; thread-safe. Free with
-/// `holdoff_quota_free`.
-pub struct holdoff_quota {
+/// `holdoff_retry_quota_free`.
+pub struct holdoff_retry_quota {
     _private: [u8; 0],
 }
 
-handle!(holdoff_quota => RetryQuota, Quota, "quota");
+handle!(holdoff_retry_quota => RetryQuota, Quota, "quota");
 
-/// Configuration of a retry quota, in whole tokens (each 0..=1000000000). Fill it with
-/// `holdoff_quota_options_init`.
-#[repr(C)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct holdoff_quota_options {
-    /// `sizeof(holdoff_quota_options)`, set by `holdoff_quota_options_init`.
-    pub struct_size: usize,
-    /// Tokens in a full bucket. Default 500.
-    pub capacity: u64,
-    /// Cost of a retry (<= capacity). Default 5.
-    pub retry_cost: u64,
-    /// Cost of a retry after a timeout (<= capacity). Default 10.
-    pub timeout_cost: u64,
-    /// Tokens a success without retry adds back (<= capacity). Default 1.
-    pub success_refill: u64,
-}
-
-/// The result of `holdoff_quota_acquire`: a lease on the tokens of one retry. Give an acquired
-/// lease back with `holdoff_quota_on_success` on the quota that issued it, when the call finally
+/// The result of `holdoff_retry_quota_acquire`: a lease on the tokens of one retry. Give an acquired
+/// lease back with `holdoff_retry_quota_on_success` on the quota that issued it, when the call finally
 /// succeeds (at most once). A plain value: copy it freely, but give back only one copy.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,73 +39,21 @@ pub struct holdoff_quota_lease {
     pub raw_quota: u32,
 }
 
-impl holdoff_quota_options {
-    fn defaults() -> Self {
-        let d = QuotaConfig::default();
-        holdoff_quota_options {
-            struct_size: std::mem::size_of::<Self>(),
-            capacity: d.capacity,
-            retry_cost: d.retry_cost,
-            timeout_cost: d.timeout_cost,
-            success_refill: d.success_refill,
-        }
-    }
-}
-
-/// Fills `*options` with the core's defaults (500 tokens, 5 a retry, 10 after a timeout, 1
-/// back per success without retry).
+/// Creates a full retry quota from `config`'s `quota` part (the core's defaults if it has none,
+/// or if `config` is NULL). The configuration was validated when parsed.
 ///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`out`).
 ///
 /// # Safety
-/// `options` must be NULL or valid for a write of `holdoff_quota_options`.
+/// `config` must be NULL or a live configuration handle; `out` NULL or valid for writing a
+/// pointer. On success the caller owns `*out` and frees it once with `holdoff_retry_quota_free`.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_quota_options_init(options: *mut holdoff_quota_options) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        // SAFETY: checked non-NULL; valid by contract.
-        unsafe { write(options, holdoff_quota_options::defaults()) };
-        Ok(holdoff_status::Ok)
-    })
-}
-
-/// Creates a full retry quota.
-///
-/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming the field (e.g. `quota.retry_cost` above
-/// the capacity); `HOLDOFF_STATUS_ABI_MISMATCH`; `HOLDOFF_STATUS_NULL_PARAMETER`.
-///
-/// # Safety
-/// `options` must be NULL or point to a readable `holdoff_quota_options`; `out` NULL or valid
-/// for writing a pointer. On success the caller owns `*out` and frees it once with
-/// `holdoff_quota_free`.
-#[no_mangle]
-pub unsafe extern "C" fn holdoff_quota_new(
-    options: *const holdoff_quota_options,
-    out: *mut *mut holdoff_quota,
+pub unsafe extern "C" fn holdoff_retry_quota_new(
+    config: *const holdoff_config,
+    out: *mut *mut holdoff_retry_quota,
 ) -> holdoff_status {
-    boundary(|| {
-        non_null(options, "options")?;
-        non_null(out, "out")?;
-        // SAFETY: checked non-NULL; readable by contract. Copied, not kept.
-        let o = unsafe { crate::breaker::read_options(options, "options") }?;
-        let config = QuotaConfig {
-            capacity: o.capacity,
-            retry_cost: o.retry_cost,
-            timeout_cost: o.timeout_cost,
-            success_refill: o.success_refill,
-        };
-        // SAFETY: `out` checked non-NULL; valid by contract.
-        unsafe { new_quota(config, out) }
-    })
-}
-
-/// # Safety
-/// `out` must be non-NULL and valid for writing a pointer.
-pub(crate) unsafe fn new_quota(config: QuotaConfig, out: *mut *mut holdoff_quota) -> Res {
-    let q = Arc::new(RetryQuota::new(config)?);
     // SAFETY: forwarded contract.
-    unsafe { write(out, holdoff_quota::into_ptr(q)) };
-    Ok(holdoff_status::Ok)
+    unsafe { build(config, out, |c| Ok(RetryQuota::new(c.quota())?)) }
 }
 
 /// Releases a quota handle. NULL does nothing. A policy using the quota keeps it alive.
@@ -131,9 +62,9 @@ pub(crate) unsafe fn new_quota(config: QuotaConfig, out: *mut *mut holdoff_quota
 /// `quota` must be NULL or a live quota handle, not used again afterwards and not in use by
 /// another thread.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_quota_free(quota: *mut holdoff_quota) -> holdoff_status {
+pub unsafe extern "C" fn holdoff_retry_quota_free(quota: *mut holdoff_retry_quota) -> holdoff_status {
     // SAFETY: forwarded contract.
-    unsafe { holdoff_quota::free(quota) }
+    unsafe { holdoff_retry_quota::free(quota) }
 }
 
 /// Takes the cost of one retry (`after_timeout` nonzero selects the timeout cost) and writes
@@ -144,18 +75,18 @@ pub unsafe extern "C" fn holdoff_quota_free(quota: *mut holdoff_quota) -> holdof
 /// # Safety
 /// `quota` must be NULL or a live quota handle; `out_lease` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_quota_acquire(
-    quota: *const holdoff_quota,
+pub unsafe extern "C" fn holdoff_retry_quota_acquire(
+    quota: *const holdoff_retry_quota,
     after_timeout: u8,
     out_lease: *mut holdoff_quota_lease,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let q = unsafe { holdoff_quota::borrow(quota)? };
+        let q = unsafe { holdoff_retry_quota::borrow(quota)? };
         non_null(out_lease, "out_lease")?;
         let lease = match q.acquire(after_timeout != 0) {
             Ok(lease) => {
-                let raw = lease.into_raw();
+                let raw = RawLease::from(lease);
                 holdoff_quota_lease {
                     cost: raw.cost,
                     available: q.available(),
@@ -191,16 +122,16 @@ pub unsafe extern "C" fn holdoff_quota_acquire(
 ///
 /// # Safety
 /// `quota` must be NULL or a live quota handle; `lease` NULL or a valid, writable lease from
-/// `holdoff_quota_acquire` (other threads may give back the same lease concurrently; only one
+/// `holdoff_retry_quota_acquire` (other threads may give back the same lease concurrently; only one
 /// succeeds).
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_quota_on_success(
-    quota: *const holdoff_quota,
+pub unsafe extern "C" fn holdoff_retry_quota_on_success(
+    quota: *const holdoff_retry_quota,
     lease: *mut holdoff_quota_lease,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let q = unsafe { holdoff_quota::borrow(quota)? };
+        let q = unsafe { holdoff_retry_quota::borrow(quota)? };
         if lease.is_null() {
             q.on_success(None).map_err(lease_error)?;
             return Ok(holdoff_status::Ok);
@@ -222,7 +153,7 @@ pub unsafe extern "C" fn holdoff_quota_on_success(
         // SAFETY: the field is a valid, aligned `u8` for the lease's lifetime (contract) and
         // holdoff only accesses it atomically: one of two concurrent returns wins.
         let flag = unsafe { AtomicU8::from_ptr(std::ptr::addr_of_mut!((*lease).returned)) };
-        let taken = take_raw(raw, q, || flag.swap(1, Ordering::AcqRel) != 0).map_err(lease_error)?;
+        let taken = take_lease(raw, q, || flag.swap(1, Ordering::AcqRel) != 0).map_err(lease_error)?;
         q.on_success(Some(taken)).map_err(lease_error)?;
         Ok(holdoff_status::Ok)
     })
@@ -250,13 +181,13 @@ fn lease_error(e: PermitError) -> Fail {
 /// # Safety
 /// `quota` must be NULL or a live quota handle; `out_available` NULL or valid for a write.
 #[no_mangle]
-pub unsafe extern "C" fn holdoff_quota_available(
-    quota: *const holdoff_quota,
+pub unsafe extern "C" fn holdoff_retry_quota_available(
+    quota: *const holdoff_retry_quota,
     out_available: *mut u64,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
-        let q = unsafe { holdoff_quota::borrow(quota)? };
+        let q = unsafe { holdoff_retry_quota::borrow(quota)? };
         non_null(out_available, "out_available")?;
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_available, q.available()) };
@@ -264,5 +195,4 @@ pub unsafe extern "C" fn holdoff_quota_available(
     })
 }
 
-const _: () = assert!(std::mem::offset_of!(holdoff_quota_options, struct_size) == 0);
 const _: () = assert!(std::mem::size_of::<holdoff_quota_lease>() == 24);

@@ -3,8 +3,12 @@
 use std::cell::RefCell;
 use std::ffi::{c_char, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
 
+use hcore::interop::ErrorKind;
 use hcore::{ClockError, ConfigError, HoldoffError, InputError, PermitError};
+
+use crate::types::core_name;
 
 /// What a `holdoff_*` function did. Every fallible function returns one.
 ///
@@ -25,8 +29,9 @@ pub enum holdoff_status {
     /// A handle was already freed or is of another type (detected in debug builds of the
     /// library only; release builds do not check and the call is undefined behaviour).
     InvalidHandle = 101,
-    /// An options struct's `struct_size` does not match this library: the header and the
-    /// library are from different versions. Initialise options with their `_init` function.
+    /// A `holdoff_execution_options.struct_size` does not match this library: the header and
+    /// the library are from different versions. Initialise it with
+    /// `holdoff_execution_options_init`.
     AbiMismatch = 102,
     /// A configuration value breaks a rule. The last-error field names it (as the conformance
     /// suite spells it, e.g. `breaker.open_interval.multiplier`); the message states the rule.
@@ -71,24 +76,26 @@ impl holdoff_status {
         }
     }
 
-    pub(crate) fn name(self) -> &'static CStr {
+    /// The name of a status that is the C ABI's own; `None` for the core's errors, whose names
+    /// come from the core's `ErrorKind` table.
+    fn abi_name(self) -> Option<&'static CStr> {
         match self {
-            holdoff_status::Ok => c"ok",
-            holdoff_status::BreakerOpen => c"breaker_open",
-            holdoff_status::NullParameter => c"null_parameter",
-            holdoff_status::InvalidHandle => c"invalid_handle",
-            holdoff_status::AbiMismatch => c"abi_mismatch",
-            holdoff_status::InvalidConfig => c"invalid_config",
-            holdoff_status::InvalidInput => c"invalid_input",
-            holdoff_status::ClockBackwards => c"clock_backwards",
-            holdoff_status::PermitAlreadyRecorded => c"permit_already_recorded",
-            holdoff_status::ForeignPermit => c"foreign_permit",
-            holdoff_status::Panic => c"panic",
-            holdoff_status::Poisoned => c"poisoned",
+            holdoff_status::Ok => Some(c"ok"),
+            holdoff_status::BreakerOpen => Some(c"breaker_open"),
+            holdoff_status::NullParameter => Some(c"null_parameter"),
+            holdoff_status::InvalidHandle => Some(c"invalid_handle"),
+            holdoff_status::AbiMismatch => Some(c"abi_mismatch"),
+            holdoff_status::Panic => Some(c"panic"),
+            holdoff_status::Poisoned => Some(c"poisoned"),
+            holdoff_status::InvalidConfig
+            | holdoff_status::InvalidInput
+            | holdoff_status::ClockBackwards
+            | holdoff_status::PermitAlreadyRecorded
+            | holdoff_status::ForeignPermit => None,
         }
     }
 
-    fn from_u32(v: u32) -> Option<holdoff_status> {
+    pub(crate) fn from_u32(v: u32) -> Option<holdoff_status> {
         use holdoff_status::*;
         [
             Ok,
@@ -254,7 +261,14 @@ pub extern "C" fn holdoff_status_message(status: u32) -> *const c_char {
 /// code. The string is static.
 #[no_mangle]
 pub extern "C" fn holdoff_status_name(status: u32) -> *const c_char {
-    holdoff_status::from_u32(status).map_or(std::ptr::null(), |s| s.name().as_ptr())
+    static CORE: OnceLock<Vec<(u32, CString)>> = OnceLock::new();
+    let core = core_name::<ErrorKind>(&CORE, status);
+    if !core.is_null() {
+        return core;
+    }
+    holdoff_status::from_u32(status)
+        .and_then(holdoff_status::abi_name)
+        .map_or(std::ptr::null(), CStr::as_ptr)
 }
 
 /// The message of the last error returned **on the calling thread**, with its dynamic

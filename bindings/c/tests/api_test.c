@@ -1,39 +1,30 @@
 /*
  * holdoff C API tests: the bad-input contract (NULL, freed handles, invalid enums, NaN, zero
- * and wrong-size options, double records, foreign permits, leases given back twice or to
- * another quota, integers that are not HTTP statuses, caught panics), thread safety of a shared
- * breaker, bounded groups, the typed options constructors the conformance runner does not
- * use, and the execution API (misuse, options, a deadline storm of 20 callers). Time moves only
- * through a manual clock. Prints `N passed, N failed`.
+ * and refused configurations, wrong-size execution options, double records, foreign permits,
+ * leases given back twice or to another quota, integers that are not HTTP statuses, caught
+ * panics), thread safety of a shared breaker, bounded groups, the constructors' NULL
+ * configuration and the neutral JSON written back (`holdoff_config_to_json`), and the execution
+ * API (misuse, options, a deadline storm of 20 callers). Time moves only through a manual clock.
+ * Prints `N passed, N failed`.
  */
 #define _POSIX_C_SOURCE 200809L
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "holdoff.h"
 
 #define MS 1000000ULL
 #define SEC (1000 * MS)
-
-static int passed, failed;
-
-#define CHECK(cond)                                                                 \
-    do {                                                                            \
-        if (cond) {                                                                 \
-            passed++;                                                               \
-        } else {                                                                    \
-            failed++;                                                               \
-            printf("FAIL %s:%d: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-                   holdoff_last_error_message());                                   \
-        }                                                                           \
-    } while (0)
 
 #define CHECK_STATUS(expr, want) CHECK((expr) == (want))
 
@@ -43,13 +34,24 @@ static holdoff_clock *manual(void) {
     return c;
 }
 
+/* A configuration in the neutral JSON format, from a printf format: the one way to configure
+ * an object. NULL (and a failed check) if the library refuses it. */
+static holdoff_config *config(const char *fmt, ...) {
+    char json[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(json, sizeof json, fmt, ap);
+    va_end(ap);
+    holdoff_config *c = NULL;
+    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &c), HOLDOFF_STATUS_OK);
+    return c;
+}
+
 static holdoff_breaker *breaker(holdoff_clock *clock) {
-    holdoff_breaker_options o;
-    holdoff_breaker_options_init(&o);
-    o.open_initial_ns = 60 * SEC;
-    o.open_multiplier = 1.0;
+    holdoff_config *c = config("{\"breaker\": {\"open_interval\": {\"initial_ms\": 60000, \"multiplier\": 1}}}");
     holdoff_breaker *b = NULL;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_new(c, clock, &b), HOLDOFF_STATUS_OK);
+    holdoff_config_free(c); /* the breaker does not need it */
     return b;
 }
 
@@ -82,14 +84,11 @@ static void test_null_parameters(void) {
     holdoff_clock *clock = manual();
     holdoff_breaker *b = breaker(clock);
     holdoff_permit p;
-    holdoff_breaker_options o;
-    holdoff_breaker_options_init(&o);
     holdoff_breaker *out = (holdoff_breaker *)0x1; /* must stay untouched on error */
-    CHECK_STATUS(holdoff_breaker_new(NULL, clock, &out), HOLDOFF_STATUS_NULL_PARAMETER);
-    CHECK(strcmp(holdoff_last_error_field(), "options") == 0);
-    CHECK_STATUS(holdoff_breaker_new(&o, NULL, &out), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_new(NULL, NULL, &out), HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK(strcmp(holdoff_last_error_field(), "clock") == 0);
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_new(NULL, clock, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "out") == 0);
     CHECK(out == (holdoff_breaker *)0x1);
     CHECK_STATUS(holdoff_breaker_allow(NULL, &p, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK_STATUS(holdoff_breaker_allow(b, NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
@@ -101,16 +100,25 @@ static void test_null_parameters(void) {
     CHECK_STATUS(holdoff_parse_retry_after(NULL, 3, 0, &(holdoff_retry_after){0, 0, 0}),
                  HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK_STATUS(holdoff_policy_new(b, NULL, NULL, NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
-    holdoff_group *g = (holdoff_group *)0x1;
-    CHECK_STATUS(holdoff_group_new_with_max_keys(NULL, 10, clock, &g), HOLDOFF_STATUS_NULL_PARAMETER);
-    CHECK(strcmp(holdoff_last_error_field(), "template") == 0);
-    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 10, clock, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
-    CHECK(g == (holdoff_group *)0x1);
-    CHECK_STATUS(holdoff_group_snapshot(NULL, &(holdoff_group_stats){0, 0, 0, 0}), HOLDOFF_STATUS_NULL_PARAMETER);
-    CHECK_STATUS(holdoff_group_keys(NULL, &(holdoff_key_list *){NULL}), HOLDOFF_STATUS_NULL_PARAMETER);
+    holdoff_breaker_group *g = (holdoff_breaker_group *)0x1;
+    CHECK_STATUS(holdoff_breaker_group_new(NULL, NULL, &g), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "clock") == 0);
+    CHECK_STATUS(holdoff_breaker_group_new(NULL, clock, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(g == (holdoff_breaker_group *)0x1);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, NULL, &(holdoff_retry_budget *){NULL}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "clock") == 0);
+    CHECK_STATUS(holdoff_retry_quota_new(NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_classifier_new(NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "out") == 0);
+    CHECK_STATUS(holdoff_config_to_json(NULL, NULL, 0, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "out_len") == 0);
+    CHECK_STATUS(holdoff_config_to_json(NULL, NULL, 8, &(size_t){0}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK(strcmp(holdoff_last_error_field(), "buf") == 0);
+    CHECK_STATUS(holdoff_breaker_group_snapshot(NULL, &(holdoff_group_snapshot){0, 0, 0, 0}), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_group_keys(NULL, &(holdoff_key_list *){NULL}), HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK_STATUS(holdoff_key_list_len(NULL, &(size_t){0}), HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK_STATUS(holdoff_key_list_free(NULL), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_on_success(NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_retry_quota_on_success(NULL, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
     CHECK(strcmp(holdoff_last_error_field(), "quota") == 0);
     /* _free(NULL) is a no-op. */
     CHECK_STATUS(holdoff_breaker_free(NULL), HOLDOFF_STATUS_OK);
@@ -119,100 +127,138 @@ static void test_null_parameters(void) {
     holdoff_clock_free(clock);
 }
 
+/* Every refusal names its field as the conformance suite does, at parse time: a configuration
+ * that parses builds every object. */
 static void test_bad_config(void) {
+    static const struct {
+        const char *json, *field;
+    } refused[] = {
+        {"{\"breaker\": {\"open_interval\": {\"multiplier\": \"NaN\"}}}", "breaker.open_interval.multiplier"},
+        {"{\"breaker\": {\"open_interval\": {\"initial_ms\": 0}}}", "breaker.open_interval.initial"},
+        {"{\"breaker\": {\"open_interval\": {\"initial_ms\": \"NaN\"}}}", "breaker.open_interval.initial"},
+        {"{\"breaker\": {\"open_interval\": {\"jitter\": \"Infinity\"}}}", "breaker.open_interval.jitter"},
+        {"{\"breaker\": {\"trip\": {\"policy\": \"rate\", \"threshold\": 1.5, \"min_calls\": 10, \"window_ms\": 10000}}}",
+         "breaker.trip.threshold"},
+        /* incident 3: an episode budget with no room for two capped waits */
+        {"{\"budget\": {\"max_rate_limit_duration_ms\": 300000, \"retry_after_cap_ms\": 300000}}",
+         "budget.max_rate_limit_duration"},
+        {"{\"quota\": {\"capacity\": 500, \"retry_cost\": 501}}", "quota.retry_cost"},
+        {"{\"classifier\": {\"failure_statuses\": [403, 99]}}", "classifier.failure_statuses"},
+        /* A group bound of 0 is refused, not taken as the default. */
+        {"{\"breaker\": {}, \"group\": {\"max_keys\": 0}}", "group.max_keys"},
+        {"{\"group\": {\"max_keys\": 100000001}}", "group.max_keys"},
+        /* A group's template is checked too, naming its own field. */
+        {"{\"breaker\": {\"open_interval\": {\"multiplier\": \"NaN\"}}, \"group\": {\"max_keys\": 10}}",
+         "breaker.open_interval.multiplier"},
+        /* Not the format at all: an unknown key, a policy or a boolean that is not one. */
+        {"{\"breaker\": {\"recoverys\": 3}}", "config"},
+        {"{\"breaker\": {\"trip\": {\"policy\": \"sometimes\"}}}", "config"},
+        {"{\"budget\": {\"give_up_above_cap\": 2}}", "config"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        holdoff_config *cfg = (holdoff_config *)0x1; /* must stay untouched */
+        CHECK_STATUS(holdoff_config_parse(refused[i].json, strlen(refused[i].json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
+        if (strcmp(holdoff_last_error_field(), refused[i].field) != 0)
+            printf("  %s: field %s, want %s\n", refused[i].json, holdoff_last_error_field(), refused[i].field);
+        CHECK(strcmp(holdoff_last_error_field(), refused[i].field) == 0);
+        CHECK(cfg == (holdoff_config *)0x1);
+    }
+}
+
+/* NULL is the core's defaults for every constructor; the neutral JSON written back holds every
+ * part and field, parses to the same configuration, and is written only into a buffer that holds
+ * it and its NUL. */
+static void test_defaults_and_json(void) {
     holdoff_clock *clock = manual();
     holdoff_breaker *b = NULL;
-    holdoff_breaker_options o;
-
-    holdoff_breaker_options_init(&o);
-    o.open_multiplier = NAN;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.multiplier") == 0);
-    CHECK(b == NULL);
-
-    holdoff_breaker_options_init(&o);
-    o.open_initial_ns = 0;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.initial") == 0);
-
-    holdoff_breaker_options_init(&o);
-    o.open_jitter = INFINITY;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.jitter") == 0);
-
-    holdoff_breaker_options_init(&o);
-    o.trip_policy = 77; /* not a holdoff_trip_policy */
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.trip.policy") == 0);
-
-    holdoff_breaker_options_init(&o);
-    o.trip_policy = HOLDOFF_TRIP_POLICY_RATE;
-    o.trip_rate = 1.5;
-    o.trip_min_calls = 10;
-    o.trip_window_ns = 10 * SEC;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.trip.threshold") == 0);
-
-    holdoff_breaker_options_init(&o);
-    o.struct_size = sizeof o - 8; /* a caller built against another header */
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_ABI_MISMATCH);
-
-    holdoff_budget_options bo;
-    holdoff_budget *budget = NULL;
-    holdoff_budget_options_init(&bo);
-    bo.max_rate_limit_duration_ns = bo.retry_after_cap_ns; /* incident 3: no room for two waits */
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "budget.max_rate_limit_duration") == 0);
-    holdoff_budget_options_init(&bo);
-    CHECK(bo.give_up_above_cap == 0);
-    bo.give_up_above_cap = 2; /* a boolean is 0 or 1 */
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "budget.give_up_above_cap") == 0);
-    CHECK(budget == NULL);
-
-    holdoff_quota_options qo;
-    holdoff_quota *quota = NULL;
-    holdoff_quota_options_init(&qo);
-    qo.retry_cost = qo.capacity + 1;
-    CHECK_STATUS(holdoff_quota_new(&qo, &quota), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "quota.retry_cost") == 0);
-
-    holdoff_classifier_options co;
+    holdoff_breaker_group *g = NULL;
+    holdoff_retry_budget *budget = NULL;
+    holdoff_retry_quota *q = NULL;
     holdoff_classifier *cls = NULL;
-    uint16_t bad[] = {403, 99};
-    holdoff_classifier_options_init(&co);
-    co.failure_statuses = bad;
-    co.failure_statuses_len = 2;
-    CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "classifier.failure_statuses") == 0);
+    CHECK_STATUS(holdoff_breaker_new(NULL, clock, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_new(NULL, clock, &g), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_new(NULL, &q), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_classifier_new(NULL, &cls), HOLDOFF_STATUS_OK);
+    /* The default breaker trips on the fifth consecutive failure and opens for 30 s. */
+    holdoff_permit p;
+    holdoff_snapshot snap;
+    for (int i = 0; i < 5; i++) {
+        CHECK_STATUS(holdoff_breaker_allow(b, &p, NULL), HOLDOFF_STATUS_OK);
+        CHECK_STATUS(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
+    }
+    CHECK_STATUS(holdoff_breaker_snapshot(b, &snap), HOLDOFF_STATUS_OK);
+    CHECK(snap.state == HOLDOFF_STATE_OPEN && snap.has_retry_after && snap.retry_after_ns == 30 * SEC);
+    holdoff_group_snapshot gs;
+    CHECK_STATUS(holdoff_breaker_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK(gs.max_keys == HOLDOFF_GROUP_DEFAULT_MAX_KEYS);
+    uint64_t tokens = 0;
+    CHECK_STATUS(holdoff_retry_quota_available(q, &tokens), HOLDOFF_STATUS_OK);
+    CHECK(tokens == 500);
+    holdoff_classification cl;
+    const char *ra = "Retry-After", *v = "7";
+    holdoff_header h = {ra, strlen(ra), v, strlen(v)};
+    CHECK_STATUS(holdoff_classifier_classify(cls, 503, &h, 1, 0, &cl), HOLDOFF_STATUS_OK);
+    CHECK(cl.outcome == HOLDOFF_OUTCOME_RETRY_LATER && cl.retry_later_ns == 7 * SEC);
 
-    const char *json = "{\"breaker\": {\"open_interval\": {\"initial_ms\": \"NaN\"}}}";
-    holdoff_config *cfg = NULL;
-    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.initial") == 0);
-    json = "{\"breaker\": {\"recoverys\": 3}}";
-    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "config") == 0);
-    CHECK(cfg == NULL);
-    /* A group bound of 0 is refused, not taken as the default. */
-    json = "{\"breaker\": {}, \"group\": {\"max_keys\": 0}}";
-    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
-    json = "{\"group\": {\"max_keys\": 100000001}}";
-    CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
-    CHECK(cfg == NULL);
-    holdoff_group *g = NULL;
-    holdoff_breaker_options_init(&o);
-    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 0, clock, &g), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
-    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, HOLDOFF_GROUP_MAX_KEYS_LIMIT + 1, clock, &g),
-                 HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "group.max_keys") == 0);
-    o.open_multiplier = NAN; /* the template is checked too, naming its own field */
-    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 10, clock, &g), HOLDOFF_STATUS_INVALID_CONFIG);
-    CHECK(strcmp(holdoff_last_error_field(), "breaker.open_interval.multiplier") == 0);
-    CHECK(g == NULL);
+    /* The defaults as JSON: sized first, refused into a buffer one byte short. */
+    size_t len = 0, got = 12345;
+    CHECK_STATUS(holdoff_config_to_json(NULL, NULL, 0, &len), HOLDOFF_STATUS_OK);
+    char *buf = malloc(len + 1);
+    memset(buf, 'x', len + 1);
+    CHECK_STATUS(holdoff_config_to_json(NULL, buf, len, &got), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "capacity") == 0);
+    CHECK(got == 12345 && buf[0] == 'x');
+    CHECK_STATUS(holdoff_config_to_json(NULL, buf, len + 1, &got), HOLDOFF_STATUS_OK);
+    CHECK(got == len && buf[len] == '\0' && strlen(buf) == len);
+    cJSON *doc = cJSON_Parse(buf);
+    CHECK(doc != NULL);
+    const cJSON *br = cJSON_GetObjectItemCaseSensitive(doc, "breaker");
+    const cJSON *open = cJSON_GetObjectItemCaseSensitive(br, "open_interval");
+    CHECK(cJSON_GetObjectItemCaseSensitive(open, "initial_ms")->valuedouble == 30000);
+    CHECK(cJSON_GetObjectItemCaseSensitive(open, "max_ms")->valuedouble == 300000);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(br, "probe_timeout_ms")));
+    CHECK(strcmp(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(br, "trip"), "policy")->valuestring,
+                 "consecutive") == 0);
+    const cJSON *bud = cJSON_GetObjectItemCaseSensitive(doc, "budget");
+    CHECK(cJSON_GetObjectItemCaseSensitive(bud, "max_rate_limit_duration_ms")->valuedouble == 1800000);
+    CHECK(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(bud, "give_up_above_cap")));
+    CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "quota"), "retry_cost")->valuedouble == 5);
+    CHECK(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "classifier"),
+                                                              "retry_after_statuses")) == 2);
+    CHECK(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "group"), "max_keys")->valuedouble ==
+          HOLDOFF_GROUP_DEFAULT_MAX_KEYS);
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(doc, "execute");
+    CHECK(cJSON_GetObjectItemCaseSensitive(ex, "total_timeout_ms")->valuedouble ==
+          HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS / 1e6);
+    CHECK(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(ex, "attempt_timeout_ms")));
+    cJSON_Delete(doc);
+
+    /* Written back, a parsed configuration has every part; parsed again, it writes the same. */
+    holdoff_config *c = config("{\"budget\": {\"max_retries\": 2}, \"execute\": {\"total_timeout_ms\": null}}");
+    uint32_t parts = 0;
+    char again[2048], twice[2048];
+    CHECK_STATUS(holdoff_config_to_json(c, again, sizeof again, &len), HOLDOFF_STATUS_OK);
+    holdoff_config *c2 = NULL;
+    CHECK_STATUS(holdoff_config_parse(again, len, &c2), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_config_parts(c2, &parts), HOLDOFF_STATUS_OK);
+    CHECK(parts == (HOLDOFF_CONFIG_BREAKER | HOLDOFF_CONFIG_BUDGET | HOLDOFF_CONFIG_QUOTA | HOLDOFF_CONFIG_CLASSIFIER |
+                    HOLDOFF_CONFIG_GROUP | HOLDOFF_CONFIG_EXECUTE));
+    CHECK_STATUS(holdoff_config_to_json(c2, twice, sizeof twice, &got), HOLDOFF_STATUS_OK);
+    CHECK(got == len && strcmp(again, twice) == 0);
+    CHECK(strstr(again, "\"max_retries\":2") != NULL && strstr(again, "\"total_timeout_ms\":null") != NULL);
+    holdoff_execution_options eo;
+    CHECK_STATUS(holdoff_config_execution_options(c2, &eo), HOLDOFF_STATUS_OK);
+    CHECK(eo.total_timeout == HOLDOFF_LIMIT_NONE);
+
+    free(buf);
+    holdoff_config_free(c);
+    holdoff_config_free(c2);
+    holdoff_breaker_free(b);
+    holdoff_breaker_group_free(g);
+    holdoff_retry_budget_free(budget);
+    holdoff_retry_quota_free(q);
+    holdoff_classifier_free(cls);
     holdoff_clock_free(clock);
 }
 
@@ -256,7 +302,7 @@ static void test_open_refusal_and_events(void) {
     CHECK_STATUS(holdoff_breaker_allow(b, &p, &r), HOLDOFF_STATUS_OK);
     CHECK(p.probe == 1 && p.episode == 1);
     CHECK_STATUS(holdoff_breaker_record(b, &p, HOLDOFF_OUTCOME_RETRY_LATER, 90 * SEC, NULL), HOLDOFF_STATUS_OK);
-    holdoff_event ev[1];
+    holdoff_state_change ev[1];
     size_t n = 0, total = 0;
     uint32_t reasons[4];
     /* Drained one at a time: the rest stays queued, in order. */
@@ -303,25 +349,23 @@ static void test_clocks(void) {
 static void test_policy_and_http(void) {
     holdoff_clock *clock = manual(), *other = manual();
     holdoff_breaker *b = breaker(clock);
-    holdoff_budget_options bo;
-    holdoff_budget_options_init(&bo);
-    holdoff_budget *budget = NULL, *foreign_budget = NULL;
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_budget_new(&bo, other, &foreign_budget), HOLDOFF_STATUS_OK);
+    holdoff_retry_budget *budget = NULL, *foreign_budget = NULL;
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, other, &foreign_budget), HOLDOFF_STATUS_OK);
     holdoff_policy *policy = NULL;
     CHECK_STATUS(holdoff_policy_new(b, foreign_budget, NULL, NULL, &policy), HOLDOFF_STATUS_INVALID_CONFIG);
     CHECK(strcmp(holdoff_last_error_field(), "policy.clock") == 0);
     CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
     /* The policy keeps its parts alive. */
     holdoff_breaker_free(b);
-    holdoff_budget_free(budget);
+    holdoff_retry_budget_free(budget);
     holdoff_policy_call *call = NULL;
     CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
     holdoff_before before;
     holdoff_permit p;
     holdoff_decision d;
     holdoff_classification cl;
-    CHECK_STATUS(holdoff_policy_before(policy, call, &before, &p), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_before_attempt(policy, call, &before, &p), HOLDOFF_STATUS_OK);
     CHECK(before.action == HOLDOFF_BEFORE_ACTION_GO);
     const char *ra = "Retry-After", *v = "120";
     holdoff_header h = {ra, strlen(ra), v, strlen(v)};
@@ -329,14 +373,12 @@ static void test_policy_and_http(void) {
     CHECK(cl.outcome == HOLDOFF_OUTCOME_RETRY_LATER && cl.retry_later_ns == 120 * SEC);
     CHECK(d.kind == HOLDOFF_DECISION_KIND_RETRY && d.delay_ns == 120 * SEC);
     CHECK(d.source == HOLDOFF_WAIT_SOURCE_RETRY_AFTER && d.has_server_delay && d.capped == 0);
-    CHECK_STATUS(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d),
+    CHECK_STATUS(holdoff_policy_after_attempt(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d),
                  HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
     /* Integers that are not statuses at all reach the core's check whole, even one that would
      * wrap to a valid 16-bit status; the out-parameter stays untouched. */
     holdoff_classifier *cls = NULL;
-    holdoff_classifier_options co;
-    holdoff_classifier_options_init(&co);
-    CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_classifier_new(NULL, &cls), HOLDOFF_STATUS_OK);
     const int64_t not_statuses[] = {-1, 1000, 70000, 65536 + 200, INT64_MIN, INT64_MAX};
     for (size_t i = 0; i < sizeof not_statuses / sizeof *not_statuses; i++) {
         cl.outcome = 99;
@@ -393,7 +435,7 @@ static void test_policy_and_http(void) {
     holdoff_classifier_free(cls);
     holdoff_policy_call_free(call);
     holdoff_policy_free(policy);
-    holdoff_budget_free(foreign_budget);
+    holdoff_retry_budget_free(foreign_budget);
     holdoff_clock_free(clock);
     holdoff_clock_free(other);
 }
@@ -403,10 +445,8 @@ static void test_policy_and_http(void) {
 static void test_policy_not_a_status(void) {
     holdoff_clock *clock = manual();
     holdoff_breaker *b = breaker(clock);
-    holdoff_budget_options bo;
-    holdoff_budget_options_init(&bo);
-    holdoff_budget *budget = NULL;
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_OK);
+    holdoff_retry_budget *budget = NULL;
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
     holdoff_policy *policy = NULL;
     CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
     holdoff_permit p;
@@ -422,7 +462,7 @@ static void test_policy_not_a_status(void) {
         holdoff_decision d = {0, 0, 99, 0, 0, 0, 0};
         holdoff_snapshot s;
         CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
-        CHECK_STATUS(holdoff_policy_before(policy, call, &before, &p), HOLDOFF_STATUS_OK);
+        CHECK_STATUS(holdoff_policy_before_attempt(policy, call, &before, &p), HOLDOFF_STATUS_OK);
         CHECK(before.action == HOLDOFF_BEFORE_ACTION_GO && p.probe == 1);
         CHECK_STATUS(holdoff_breaker_snapshot(b, &s), HOLDOFF_STATUS_OK);
         CHECK(s.probes_in_flight == 1 && s.state == HOLDOFF_STATE_HALF_OPEN);
@@ -440,95 +480,93 @@ static void test_policy_not_a_status(void) {
         CHECK_STATUS(holdoff_clock_advance(clock, 60 * SEC), HOLDOFF_STATUS_OK);
     }
     holdoff_policy_free(policy);
-    holdoff_budget_free(budget);
+    holdoff_retry_budget_free(budget);
     holdoff_breaker_free(b);
     holdoff_clock_free(clock);
 }
 
 static void test_give_up_above_cap(void) {
     holdoff_clock *clock = manual();
-    holdoff_budget_options bo;
-    holdoff_budget_options_init(&bo);
-    holdoff_budget *wait = NULL, *give_up = NULL;
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &wait), HOLDOFF_STATUS_OK);
-    bo.give_up_above_cap = 1;
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &give_up), HOLDOFF_STATUS_OK);
+    holdoff_config *c = config("{\"budget\": {\"give_up_above_cap\": true}}");
+    holdoff_retry_budget *wait = NULL, *give_up = NULL;
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &wait), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(c, clock, &give_up), HOLDOFF_STATUS_OK);
+    holdoff_config_free(c);
     holdoff_retry_state *s1 = NULL, *s2 = NULL;
     CHECK_STATUS(holdoff_retry_state_new(&s1), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_retry_state_new(&s2), HOLDOFF_STATUS_OK);
     holdoff_decision d;
     /* 600 s asked, cap 300 s: the default waits the cap and says so ... */
-    CHECK_STATUS(holdoff_budget_decide(wait, s1, HOLDOFF_OUTCOME_RETRY_LATER, 600 * SEC, &d), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_decide(wait, s1, HOLDOFF_OUTCOME_RETRY_LATER, 600 * SEC, &d), HOLDOFF_STATUS_OK);
     CHECK(d.kind == HOLDOFF_DECISION_KIND_RETRY && d.delay_ns == 300 * SEC && d.capped == 1);
     CHECK(d.has_server_delay && d.server_delay_ns == 600 * SEC);
     /* ... give_up_above_cap gives up at once with the server's delay. */
-    CHECK_STATUS(holdoff_budget_decide(give_up, s2, HOLDOFF_OUTCOME_RETRY_LATER, 600 * SEC, &d), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_decide(give_up, s2, HOLDOFF_OUTCOME_RETRY_LATER, 600 * SEC, &d), HOLDOFF_STATUS_OK);
     CHECK(d.kind == HOLDOFF_DECISION_KIND_GIVE_UP && d.reason == HOLDOFF_GIVE_UP_REASON_RETRY_AFTER_ABOVE_CAP);
     CHECK(d.has_server_delay && d.server_delay_ns == 600 * SEC);
     /* At the cap is not above it. */
-    CHECK_STATUS(holdoff_budget_decide(give_up, s2, HOLDOFF_OUTCOME_RETRY_LATER, 300 * SEC, &d), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_decide(give_up, s2, HOLDOFF_OUTCOME_RETRY_LATER, 300 * SEC, &d), HOLDOFF_STATUS_OK);
     CHECK(d.kind == HOLDOFF_DECISION_KIND_RETRY && d.delay_ns == 300 * SEC && d.capped == 0);
     holdoff_retry_state_free(s1);
     holdoff_retry_state_free(s2);
-    holdoff_budget_free(wait);
-    holdoff_budget_free(give_up);
+    holdoff_retry_budget_free(wait);
+    holdoff_retry_budget_free(give_up);
     holdoff_clock_free(clock);
 }
 
 static void test_quota(void) {
-    holdoff_quota_options qo;
-    holdoff_quota_options_init(&qo);
-    qo.capacity = 12;
-    holdoff_quota *q = NULL, *other = NULL;
-    CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_new(&qo, &other), HOLDOFF_STATUS_OK);
+    holdoff_config *c = config("{\"quota\": {\"capacity\": 12}}");
+    holdoff_retry_quota *q = NULL, *other = NULL;
+    CHECK_STATUS(holdoff_retry_quota_new(c, &q), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_new(c, &other), HOLDOFF_STATUS_OK);
+    holdoff_config_free(c);
     holdoff_quota_lease a, b, o;
-    CHECK_STATUS(holdoff_quota_acquire(q, 0, &a), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_acquire(q, 0, &a), HOLDOFF_STATUS_OK);
     CHECK(a.acquired == 1 && a.cost == 5 && a.available == 7 && a.returned == 0 && a.raw_quota != 0);
-    CHECK_STATUS(holdoff_quota_acquire(q, 1, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_acquire(q, 1, &b), HOLDOFF_STATUS_OK);
     CHECK(b.acquired == 0 && b.cost == 10 && b.available == 7 && b.raw_quota == 0);
-    CHECK_STATUS(holdoff_quota_on_success(q, &b), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK_STATUS(holdoff_retry_quota_on_success(q, &b), HOLDOFF_STATUS_INVALID_INPUT);
     CHECK(strcmp(holdoff_last_error_field(), "lease") == 0);
-    CHECK_STATUS(holdoff_quota_acquire(other, 0, &o), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_acquire(other, 0, &o), HOLDOFF_STATUS_OK);
     CHECK(o.acquired == 1 && o.raw_quota != a.raw_quota);
     uint64_t avail = 0, other_avail = 0;
     /* Given to another quota: refused, nothing moves, the lease stays usable on its own. */
-    CHECK_STATUS(holdoff_quota_on_success(other, &a), HOLDOFF_STATUS_FOREIGN_PERMIT);
+    CHECK_STATUS(holdoff_retry_quota_on_success(other, &a), HOLDOFF_STATUS_FOREIGN_PERMIT);
     CHECK(strcmp(holdoff_last_error_field(), "lease") == 0);
     CHECK(a.returned == 0);
-    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_available(other, &other_avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_available(other, &other_avail), HOLDOFF_STATUS_OK);
     CHECK(avail == 7 && other_avail == 7);
-    CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_on_success(q, &a), HOLDOFF_STATUS_OK);
     CHECK(a.returned == 1);
-    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_available(q, &avail), HOLDOFF_STATUS_OK);
     CHECK(avail == 12);
     /* Given back twice (after the bucket moved on): refused, the bucket unchanged. */
-    CHECK_STATUS(holdoff_quota_acquire(q, 0, &b), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_on_success(q, &b), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_acquire(q, 0, &b), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_on_success(q, &a), HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
+    CHECK_STATUS(holdoff_retry_quota_acquire(q, 0, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_on_success(q, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_acquire(q, 0, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_on_success(q, &a), HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED);
     CHECK(strcmp(holdoff_last_error_field(), "lease") == 0);
-    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_available(q, &avail), HOLDOFF_STATUS_OK);
     CHECK(avail == 7);
     /* A foreign give-back after the lease went home is still foreign, not "already". */
-    CHECK_STATUS(holdoff_quota_on_success(other, &a), HOLDOFF_STATUS_FOREIGN_PERMIT);
-    CHECK_STATUS(holdoff_quota_on_success(other, &o), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_available(other, &other_avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_on_success(other, &a), HOLDOFF_STATUS_FOREIGN_PERMIT);
+    CHECK_STATUS(holdoff_retry_quota_on_success(other, &o), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_available(other, &other_avail), HOLDOFF_STATUS_OK);
     CHECK(other_avail == 12);
     /* A success without a lease adds the refill, never past capacity. */
-    CHECK_STATUS(holdoff_quota_on_success(q, NULL), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_available(q, &avail), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_on_success(q, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_available(q, &avail), HOLDOFF_STATUS_OK);
     CHECK(avail == 8);
-    holdoff_quota_free(q);
-    holdoff_quota_free(other);
+    holdoff_retry_quota_free(q);
+    holdoff_retry_quota_free(other);
 }
 
 /* The key list of a group, as one array of strings (keys here hold no NUL). */
-static int group_keys_are(holdoff_group *g, const char *const *want, size_t n) {
+static int group_keys_are(holdoff_breaker_group *g, const char *const *want, size_t n) {
     holdoff_key_list *list = NULL;
     size_t len = 0;
-    int same = holdoff_group_keys(g, &list) == HOLDOFF_STATUS_OK &&
+    int same = holdoff_breaker_group_keys(g, &list) == HOLDOFF_STATUS_OK &&
                holdoff_key_list_len(list, &len) == HOLDOFF_STATUS_OK && len == n;
     for (size_t i = 0; same && i < n; i++) {
         const char *k = NULL;
@@ -542,20 +580,18 @@ static int group_keys_are(holdoff_group *g, const char *const *want, size_t n) {
 
 static void test_group(void) {
     holdoff_clock *clock = manual();
-    holdoff_breaker_options o;
-    holdoff_breaker_options_init(&o);
-    holdoff_group *g = NULL;
-    CHECK_STATUS(holdoff_group_new(&o, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_breaker_group *g = NULL;
+    CHECK_STATUS(holdoff_breaker_group_new(NULL, clock, &g), HOLDOFF_STATUS_OK);
     holdoff_breaker *a1 = NULL, *a2 = NULL, *bb = NULL;
-    CHECK_STATUS(holdoff_group_get(g, "a", 1, &a1), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_get(g, "a", 1, &a2), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_get(g, "b", 1, &bb), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_get(g, "\xff", 1, &bb), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "a", 1, &a1), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "a", 1, &a2), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "b", 1, &bb), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "\xff", 1, &bb), HOLDOFF_STATUS_INVALID_INPUT);
     size_t n = 0;
-    CHECK_STATUS(holdoff_group_len(g, &n), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_len(g, &n), HOLDOFF_STATUS_OK);
     CHECK(n == 2);
-    holdoff_group_stats gs;
-    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    holdoff_group_snapshot gs;
+    CHECK_STATUS(holdoff_breaker_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
     CHECK(gs.keys == 2 && gs.max_keys == HOLDOFF_GROUP_DEFAULT_MAX_KEYS && gs.evictions == 0 && gs.overflows == 0);
     CHECK(group_keys_are(g, (const char *const[]){"a", "b"}, 2));
     /* Two handles to one breaker: a permit of one is recorded through the other. */
@@ -566,18 +602,20 @@ static void test_group(void) {
     CHECK_STATUS(holdoff_breaker_allow(a2, &p, NULL), HOLDOFF_STATUS_OK); /* still alive */
     holdoff_breaker_free(a2);
     holdoff_breaker_free(bb);
-    holdoff_group_free(g);
+    holdoff_breaker_group_free(g);
 
     /* Bounded at 2: a third key evicts the least recently used idle breaker. */
-    CHECK_STATUS(holdoff_group_new_with_max_keys(&o, 2, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_config *two = config("{\"group\": {\"max_keys\": 2}}");
+    CHECK_STATUS(holdoff_breaker_group_new(two, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_config_free(two);
     holdoff_breaker *ka = NULL, *kb = NULL, *kc = NULL, *kx = NULL, *kx2 = NULL;
-    CHECK_STATUS(holdoff_group_get(g, "a", 1, &ka), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_get(g, "b", 1, &kb), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "a", 1, &ka), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "b", 1, &kb), HOLDOFF_STATUS_OK);
     holdoff_breaker_free(ka);
-    CHECK_STATUS(holdoff_group_get(g, "a", 1, &ka), HOLDOFF_STATUS_OK); /* a is now the most recent */
-    CHECK_STATUS(holdoff_group_get(g, "c", 1, &kc), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "a", 1, &ka), HOLDOFF_STATUS_OK); /* a is now the most recent */
+    CHECK_STATUS(holdoff_breaker_group_get(g, "c", 1, &kc), HOLDOFF_STATUS_OK);
     CHECK(group_keys_are(g, (const char *const[]){"a", "c"}, 2));
-    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
     CHECK(gs.keys == 2 && gs.max_keys == 2 && gs.evictions == 1 && gs.overflows == 0);
     /* The evicted breaker's handle stays valid; its permit is recorded there. */
     CHECK_STATUS(holdoff_breaker_allow(kb, &p, NULL), HOLDOFF_STATUS_OK);
@@ -587,19 +625,19 @@ static void test_group(void) {
     CHECK_STATUS(holdoff_breaker_record(ka, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_breaker_allow(kc, &p, NULL), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_breaker_record(kc, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_get(g, "x", 1, &kx), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_get(g, "x", 1, &kx2), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "x", 1, &kx), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_get(g, "x", 1, &kx2), HOLDOFF_STATUS_OK);
     CHECK(kx != kx2);
     CHECK_STATUS(holdoff_breaker_allow(kx, &p, NULL), HOLDOFF_STATUS_OK); /* no call fails */
     CHECK_STATUS(holdoff_breaker_record(kx2, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_FOREIGN_PERMIT);
     CHECK_STATUS(holdoff_breaker_record(kx, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_OK);
     CHECK(group_keys_are(g, (const char *const[]){"a", "c"}, 2));
-    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
     CHECK(gs.keys == 2 && gs.evictions == 1 && gs.overflows == 2);
     holdoff_key_list *list = NULL;
     const char *k = "untouched";
     size_t klen = 99;
-    CHECK_STATUS(holdoff_group_keys(g, &list), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_keys(g, &list), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_key_list_get(list, 2, &k, &klen), HOLDOFF_STATUS_INVALID_INPUT);
     CHECK(strcmp(holdoff_last_error_field(), "index") == 0);
     CHECK_STATUS(holdoff_key_list_get(list, 0, NULL, &klen), HOLDOFF_STATUS_NULL_PARAMETER);
@@ -607,7 +645,7 @@ static void test_group(void) {
     holdoff_key_list_free(list);
     holdoff_breaker *handles[] = {ka, kb, kc, kx, kx2};
     for (size_t i = 0; i < 5; i++) holdoff_breaker_free(handles[i]);
-    holdoff_group_free(g);
+    holdoff_breaker_group_free(g);
 
     /* The neutral configuration's group.max_keys. */
     const char *json = "{\"breaker\": {}, \"group\": {\"max_keys\": 3}}";
@@ -616,10 +654,10 @@ static void test_group(void) {
     CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_config_parts(cfg, &parts), HOLDOFF_STATUS_OK);
     CHECK(parts == (HOLDOFF_CONFIG_BREAKER | HOLDOFF_CONFIG_GROUP));
-    CHECK_STATUS(holdoff_config_new_group(cfg, clock, &g), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_new(cfg, clock, &g), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_snapshot(g, &gs), HOLDOFF_STATUS_OK);
     CHECK(gs.max_keys == 3 && gs.keys == 0);
-    holdoff_group_free(g);
+    holdoff_breaker_group_free(g);
     holdoff_config_free(cfg);
     holdoff_clock_free(clock);
 }
@@ -672,9 +710,7 @@ static void test_use_after_free_every_kind(void) {
     CHECK_FREED(holdoff_clock_advance(dead_clock, 1), "Clock");
     CHECK_FREED(holdoff_clock_free(dead_clock), "Clock");
     holdoff_breaker *b0 = NULL;
-    holdoff_breaker_options bo;
-    holdoff_breaker_options_init(&bo);
-    CHECK_FREED(holdoff_breaker_new(&bo, dead_clock, &b0), "Clock");
+    CHECK_FREED(holdoff_breaker_new(NULL, dead_clock, &b0), "Clock");
     CHECK(b0 == NULL);
 
     holdoff_breaker *b = breaker(clock);
@@ -686,23 +722,23 @@ static void test_use_after_free_every_kind(void) {
     CHECK_FREED(holdoff_breaker_reset(b), "Breaker");
     CHECK_FREED(holdoff_breaker_free(b), "Breaker");
 
-    holdoff_group *g = NULL;
-    CHECK_STATUS(holdoff_group_new(&bo, clock, &g), HOLDOFF_STATUS_OK);
+    holdoff_breaker_group *g = NULL;
+    CHECK_STATUS(holdoff_breaker_group_new(NULL, clock, &g), HOLDOFF_STATUS_OK);
     holdoff_breaker *gb = NULL;
-    CHECK_STATUS(holdoff_group_get(g, "k", 1, &gb), HOLDOFF_STATUS_OK);
-    holdoff_group_free(g);
-    CHECK_FREED(holdoff_group_len(g, &n), "Group");
-    CHECK_FREED(holdoff_group_get(g, "k", 1, &gb), "Group");
-    CHECK_FREED(holdoff_group_free(g), "Group");
+    CHECK_STATUS(holdoff_breaker_group_get(g, "k", 1, &gb), HOLDOFF_STATUS_OK);
+    holdoff_breaker_group_free(g);
+    CHECK_FREED(holdoff_breaker_group_len(g, &n), "Group");
+    CHECK_FREED(holdoff_breaker_group_get(g, "k", 1, &gb), "Group");
+    CHECK_FREED(holdoff_breaker_group_free(g), "Group");
     CHECK_STATUS(holdoff_breaker_allow(gb, &p, NULL), HOLDOFF_STATUS_OK); /* keeps its breaker */
     holdoff_breaker_free(gb);
-    CHECK_STATUS(holdoff_group_new(&bo, clock, &g), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_group_new(NULL, clock, &g), HOLDOFF_STATUS_OK);
     holdoff_key_list *keys = NULL;
     const char *key = NULL;
-    CHECK_STATUS(holdoff_group_keys(g, &keys), HOLDOFF_STATUS_OK);
-    holdoff_group_free(g);
-    CHECK_FREED(holdoff_group_snapshot(g, &(holdoff_group_stats){0, 0, 0, 0}), "Group");
-    CHECK_FREED(holdoff_group_keys(g, &keys), "Group");
+    CHECK_STATUS(holdoff_breaker_group_keys(g, &keys), HOLDOFF_STATUS_OK);
+    holdoff_breaker_group_free(g);
+    CHECK_FREED(holdoff_breaker_group_snapshot(g, &(holdoff_group_snapshot){0, 0, 0, 0}), "Group");
+    CHECK_FREED(holdoff_breaker_group_keys(g, &keys), "Group");
     CHECK_STATUS(holdoff_key_list_len(keys, &n), HOLDOFF_STATUS_OK); /* outlives its group */
     CHECK(n == 0);
     holdoff_key_list_free(keys);
@@ -710,38 +746,32 @@ static void test_use_after_free_every_kind(void) {
     CHECK_FREED(holdoff_key_list_get(keys, 0, &key, &n), "KeyList");
     CHECK_FREED(holdoff_key_list_free(keys), "KeyList");
 
-    holdoff_budget_options bgo;
-    holdoff_budget_options_init(&bgo);
-    holdoff_budget *budget = NULL;
+    holdoff_retry_budget *budget = NULL;
     holdoff_retry_state *rs = NULL;
-    CHECK_STATUS(holdoff_budget_new(&bgo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_retry_state_new(&rs), HOLDOFF_STATUS_OK);
     holdoff_retry_state_free(rs);
-    CHECK_FREED(holdoff_budget_decide(budget, rs, HOLDOFF_OUTCOME_FAILURE, 0, &d), "RetryState");
+    CHECK_FREED(holdoff_retry_budget_decide(budget, rs, HOLDOFF_OUTCOME_FAILURE, 0, &d), "RetryState");
     CHECK_FREED(holdoff_retry_state_retries(rs, &u32), "RetryState");
     CHECK_FREED(holdoff_retry_state_free(rs), "RetryState");
-    holdoff_budget_free(budget);
+    holdoff_retry_budget_free(budget);
     CHECK_STATUS(holdoff_retry_state_new(&rs), HOLDOFF_STATUS_OK);
-    CHECK_FREED(holdoff_budget_decide(budget, rs, HOLDOFF_OUTCOME_FAILURE, 0, &d), "Budget");
-    CHECK_FREED(holdoff_budget_free(budget), "Budget");
+    CHECK_FREED(holdoff_retry_budget_decide(budget, rs, HOLDOFF_OUTCOME_FAILURE, 0, &d), "Budget");
+    CHECK_FREED(holdoff_retry_budget_free(budget), "Budget");
     holdoff_retry_state_free(rs);
 
-    holdoff_quota_options qo;
-    holdoff_quota_options_init(&qo);
-    holdoff_quota *q = NULL;
-    CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_acquire(q, 0, &lease), HOLDOFF_STATUS_OK);
-    holdoff_quota_free(q);
-    CHECK_FREED(holdoff_quota_on_success(q, &lease), "Quota");
+    holdoff_retry_quota *q = NULL;
+    CHECK_STATUS(holdoff_retry_quota_new(NULL, &q), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_acquire(q, 0, &lease), HOLDOFF_STATUS_OK);
+    holdoff_retry_quota_free(q);
+    CHECK_FREED(holdoff_retry_quota_on_success(q, &lease), "Quota");
     CHECK(lease.returned == 0);
-    CHECK_FREED(holdoff_quota_acquire(q, 0, &lease), "Quota");
-    CHECK_FREED(holdoff_quota_available(q, &t), "Quota");
-    CHECK_FREED(holdoff_quota_free(q), "Quota");
+    CHECK_FREED(holdoff_retry_quota_acquire(q, 0, &lease), "Quota");
+    CHECK_FREED(holdoff_retry_quota_available(q, &t), "Quota");
+    CHECK_FREED(holdoff_retry_quota_free(q), "Quota");
 
-    holdoff_classifier_options co;
-    holdoff_classifier_options_init(&co);
     holdoff_classifier *cls = NULL;
-    CHECK_STATUS(holdoff_classifier_new(&co, &cls), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_classifier_new(NULL, &cls), HOLDOFF_STATUS_OK);
     holdoff_classifier_free(cls);
     CHECK_FREED(holdoff_classifier_classify(cls, 200, NULL, 0, 0, &cl), "Classifier");
     CHECK_FREED(holdoff_classifier_free(cls), "Classifier");
@@ -751,42 +781,43 @@ static void test_use_after_free_every_kind(void) {
     CHECK_STATUS(holdoff_config_parse(json, strlen(json), &cfg), HOLDOFF_STATUS_OK);
     holdoff_config_free(cfg);
     CHECK_FREED(holdoff_config_parts(cfg, &u32), "Config");
-    CHECK_FREED(holdoff_config_new_breaker(cfg, clock, &b0), "Config");
+    CHECK_FREED(holdoff_breaker_new(cfg, clock, &b0), "Config");
+    CHECK_FREED(holdoff_config_to_json(cfg, NULL, 0, &n), "Config");
     CHECK_FREED(holdoff_config_free(cfg), "Config");
 
     /* A policy, its call state, and the parts it was built from. */
     b = breaker(clock);
-    CHECK_STATUS(holdoff_budget_new(&bgo, clock, &budget), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_quota_new(&qo, &q), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_quota_new(NULL, &q), HOLDOFF_STATUS_OK);
     holdoff_breaker_free(b);
     holdoff_policy *policy = NULL;
     CHECK_FREED(holdoff_policy_new(b, budget, q, NULL, &policy), "Breaker");
     CHECK(policy == NULL);
     b = breaker(clock);
-    holdoff_quota_free(q);
+    holdoff_retry_quota_free(q);
     CHECK_FREED(holdoff_policy_new(b, budget, q, NULL, &policy), "Quota");
     CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
     holdoff_breaker_free(b);
-    holdoff_budget_free(budget);
+    holdoff_retry_budget_free(budget);
     holdoff_policy_call *call = NULL;
     CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_policy_before(policy, call, &before, &p), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_before_attempt(policy, call, &before, &p), HOLDOFF_STATUS_OK);
     holdoff_policy_call_free(call);
-    CHECK_FREED(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "PolicyCall");
+    CHECK_FREED(holdoff_policy_after_attempt(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "PolicyCall");
     CHECK_FREED(holdoff_policy_call_attempts(call, &u32), "PolicyCall");
     CHECK_FREED(holdoff_policy_call_free(call), "PolicyCall");
     CHECK(p.recorded == 0);
     CHECK_STATUS(holdoff_policy_call_new(&call), HOLDOFF_STATUS_OK);
     holdoff_policy_free(policy);
-    CHECK_FREED(holdoff_policy_before(policy, call, &before, &p), "Policy");
-    CHECK_FREED(holdoff_policy_after(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "Policy");
+    CHECK_FREED(holdoff_policy_before_attempt(policy, call, &before, &p), "Policy");
+    CHECK_FREED(holdoff_policy_after_attempt(policy, call, &p, HOLDOFF_OUTCOME_SUCCESS, 0, &d), "Policy");
     CHECK_FREED(holdoff_policy_free(policy), "Policy");
     CHECK_FREED(holdoff_execution_new(policy, NULL, &(holdoff_execution *){NULL}), "Policy");
     holdoff_policy_call_free(call);
 
     /* An execution, freed during its attempt (which gives the attempt back) and then used. */
     b = breaker(clock);
-    CHECK_STATUS(holdoff_budget_new(&bgo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
     holdoff_execution *x = NULL;
     holdoff_step step;
@@ -802,7 +833,7 @@ static void test_use_after_free_every_kind(void) {
     CHECK_STATUS(holdoff_execution_next_step((holdoff_execution *)(void *)policy, &step),
                  HOLDOFF_STATUS_INVALID_HANDLE);
     holdoff_policy_free(policy);
-    holdoff_budget_free(budget);
+    holdoff_retry_budget_free(budget);
     holdoff_breaker_free(b);
 
     /* Freed, then a new object of the same type: the stale handle must not reach the new one
@@ -817,12 +848,12 @@ static void test_use_after_free_every_kind(void) {
     holdoff_breaker_free(fresh);
 
     /* A live handle passed as another type is refused too, naming both kinds. */
-    holdoff_quota *q2 = NULL;
-    CHECK_STATUS(holdoff_quota_new(&qo, &q2), HOLDOFF_STATUS_OK);
+    holdoff_retry_quota *q2 = NULL;
+    CHECK_STATUS(holdoff_retry_quota_new(NULL, &q2), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_breaker_reset((holdoff_breaker *)(void *)q2), HOLDOFF_STATUS_INVALID_HANDLE);
     CHECK(strstr(holdoff_last_error_message(), "a Quota handle was passed where a Breaker handle is expected") != NULL);
     CHECK_STATUS(holdoff_policy_free((holdoff_policy *)(void *)q2), HOLDOFF_STATUS_INVALID_HANDLE);
-    holdoff_quota_free(q2);
+    holdoff_retry_quota_free(q2);
     holdoff_clock_free(clock);
 }
 
@@ -834,25 +865,22 @@ static void test_use_after_free_every_kind(void) {
  * NULL (the caller then frees it too). */
 static holdoff_policy *exec_policy(holdoff_clock *clock, uint32_t threshold, uint64_t open_ns, uint32_t max_retries,
                                    holdoff_breaker **out_breaker) {
-    holdoff_breaker_options o;
-    holdoff_breaker_options_init(&o);
-    o.trip_threshold = threshold;
-    o.open_initial_ns = open_ns;
-    o.open_multiplier = 1.0;
-    holdoff_budget_options bo;
-    holdoff_budget_options_init(&bo);
-    bo.max_retries = max_retries;
+    holdoff_config *c = config("{\"breaker\": {\"trip\": {\"policy\": \"consecutive\", \"threshold\": %u},"
+                               " \"open_interval\": {\"initial_ms\": %.6f, \"multiplier\": 1}},"
+                               " \"budget\": {\"max_retries\": %u}}",
+                               threshold, open_ns / 1e6, max_retries);
     holdoff_breaker *b = NULL;
-    holdoff_budget *budget = NULL;
+    holdoff_retry_budget *budget = NULL;
     holdoff_policy *p = NULL;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_OK);
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_new(c, clock, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(c, clock, &budget), HOLDOFF_STATUS_OK);
+    holdoff_config_free(c);
     CHECK_STATUS(holdoff_policy_new(b, budget, NULL, NULL, &p), HOLDOFF_STATUS_OK);
     if (out_breaker)
         *out_breaker = b;
     else
         holdoff_breaker_free(b);
-    holdoff_budget_free(budget);
+    holdoff_retry_budget_free(budget);
     return p;
 }
 
@@ -1249,11 +1277,11 @@ static void test_threads(void) {
     const char *env = getenv("HOLDOFF_TEST_THREAD_CALLS");
     if (env && atoi(env) > 0) CALLS = atoi(env);
     holdoff_clock *clock = manual();
-    holdoff_breaker_options o;
-    holdoff_breaker_options_init(&o);
-    o.trip_threshold = 1000000; /* interleaved failures must never trip it */
+    /* interleaved failures must never trip it */
+    holdoff_config *c = config("{\"breaker\": {\"trip\": {\"policy\": \"consecutive\", \"threshold\": 1000000}}}");
     holdoff_breaker *b = NULL;
-    CHECK_STATUS(holdoff_breaker_new(&o, clock, &b), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_new(c, clock, &b), HOLDOFF_STATUS_OK);
+    holdoff_config_free(c);
     holdoff_permit shared;
     CHECK_STATUS(holdoff_breaker_allow(b, &shared, NULL), HOLDOFF_STATUS_OK);
     pthread_t t[THREADS];
@@ -1275,9 +1303,9 @@ static void test_threads(void) {
 }
 
 /*
- * A caller built against an older, smaller options struct: struct_size = 16 with nothing readable
- * after those 16 bytes (a PROT_NONE page follows). Every constructor must refuse it from the size
- * field alone instead of copying the whole (larger) struct and faulting.
+ * A caller built against an older, smaller execution options struct: struct_size = 16 with
+ * nothing readable after those 16 bytes (a PROT_NONE page follows). The library must refuse it
+ * from the size field alone instead of copying the whole (larger) struct and faulting.
  */
 static void test_short_options(void) {
     long page = sysconf(_SC_PAGESIZE);
@@ -1292,37 +1320,18 @@ static void test_short_options(void) {
     memcpy(small, &size, sizeof size);
 
     holdoff_clock *clock = manual();
-    holdoff_breaker *b = NULL;
-    holdoff_group *g = NULL;
-    holdoff_budget *budget = NULL;
-    holdoff_quota *quota = NULL;
-    holdoff_classifier *cls = NULL;
-    CHECK_STATUS(holdoff_breaker_new((const holdoff_breaker_options *)small, clock, &b),
-                 HOLDOFF_STATUS_ABI_MISMATCH);
-    CHECK(strcmp(holdoff_last_error_field(), "options.struct_size") == 0);
-    CHECK_STATUS(holdoff_group_new((const holdoff_breaker_options *)small, clock, &g),
-                 HOLDOFF_STATUS_ABI_MISMATCH);
-    CHECK(strcmp(holdoff_last_error_field(), "template.struct_size") == 0);
-    CHECK_STATUS(holdoff_budget_new((const holdoff_budget_options *)small, clock, &budget),
-                 HOLDOFF_STATUS_ABI_MISMATCH);
-    CHECK_STATUS(holdoff_quota_new((const holdoff_quota_options *)small, &quota),
-                 HOLDOFF_STATUS_ABI_MISMATCH);
-    CHECK_STATUS(holdoff_classifier_new((const holdoff_classifier_options *)small, &cls),
-                 HOLDOFF_STATUS_ABI_MISMATCH);
     holdoff_execution *x = NULL;
     holdoff_breaker *pb = breaker(clock);
-    holdoff_budget_options bo;
-    holdoff_budget_options_init(&bo);
-    holdoff_budget *pg = NULL;
+    holdoff_retry_budget *pg = NULL;
     holdoff_policy *policy = NULL;
-    CHECK_STATUS(holdoff_budget_new(&bo, clock, &pg), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &pg), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_policy_new(pb, pg, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
     CHECK_STATUS(holdoff_execution_new(policy, (const holdoff_execution_options *)small, &x),
                  HOLDOFF_STATUS_ABI_MISMATCH);
     CHECK(strcmp(holdoff_last_error_field(), "options.struct_size") == 0);
-    CHECK(b == NULL && g == NULL && budget == NULL && quota == NULL && cls == NULL && x == NULL);
+    CHECK(x == NULL);
     holdoff_policy_free(policy);
-    holdoff_budget_free(pg);
+    holdoff_retry_budget_free(pg);
     holdoff_breaker_free(pb);
     holdoff_clock_free(clock);
     munmap(mem, (size_t)page * 2);
@@ -1332,6 +1341,7 @@ int main(void) {
     test_versions();
     test_null_parameters();
     test_bad_config();
+    test_defaults_and_json();
     test_short_options();
     test_permits();
     test_open_refusal_and_events();

@@ -188,9 +188,9 @@ typedef struct {
     holdoff_clock *clock;
     holdoff_config *config;
     holdoff_breaker *breaker;
-    holdoff_group *group;
-    holdoff_budget *budget;
-    holdoff_quota *quota;
+    holdoff_breaker_group *group;
+    holdoff_retry_budget *budget;
+    holdoff_retry_quota *quota;
     holdoff_classifier *classifier;
     holdoff_policy *policy;
     VEC(permit_entry) permits;
@@ -221,9 +221,9 @@ static void ctx_free(ctx_t *c) {
     holdoff_clock_free(c->clock);
     holdoff_config_free(c->config);
     holdoff_breaker_free(c->breaker);
-    holdoff_group_free(c->group);
-    holdoff_budget_free(c->budget);
-    holdoff_quota_free(c->quota);
+    holdoff_breaker_group_free(c->group);
+    holdoff_retry_budget_free(c->budget);
+    holdoff_retry_quota_free(c->quota);
     holdoff_classifier_free(c->classifier);
     holdoff_policy_free(c->policy);
     memset(c, 0, sizeof *c);
@@ -376,19 +376,19 @@ static holdoff_status build(const cJSON *cs, ctx_t *c) {
     uint32_t parts = 0;
     holdoff_config_parts(c->config, &parts);
     if (parts & HOLDOFF_CONFIG_BREAKER) {
-        st = bool_of(cs, "group") ? holdoff_config_new_group(c->config, c->clock, &c->group)
-                                  : holdoff_config_new_breaker(c->config, c->clock, &c->breaker);
+        st = bool_of(cs, "group") ? holdoff_breaker_group_new(c->config, c->clock, &c->group)
+                                  : holdoff_breaker_new(c->config, c->clock, &c->breaker);
         if (st != HOLDOFF_STATUS_OK) return st;
     }
     if (parts & HOLDOFF_CONFIG_BUDGET) {
-        st = holdoff_config_new_budget(c->config, c->clock, &c->budget);
+        st = holdoff_retry_budget_new(c->config, c->clock, &c->budget);
         if (st != HOLDOFF_STATUS_OK) return st;
     }
     if (parts & HOLDOFF_CONFIG_QUOTA) {
-        st = holdoff_config_new_quota(c->config, &c->quota);
+        st = holdoff_retry_quota_new(c->config, &c->quota);
         if (st != HOLDOFF_STATUS_OK) return st;
     }
-    st = holdoff_config_new_classifier(c->config, &c->classifier);
+    st = holdoff_classifier_new(c->config, &c->classifier);
     if (st != HOLDOFF_STATUS_OK) return st;
     if (bool_of(cs, "policy")) {
         st = holdoff_policy_new(c->breaker, c->budget, c->quota, c->classifier, &c->policy);
@@ -407,8 +407,8 @@ static holdoff_breaker *breaker_for(err_t *e, ctx_t *c, const char *key, int *ow
             return NULL;
         }
         holdoff_breaker *b = NULL;
-        if (holdoff_group_get(c->group, key, strlen(key), &b) != HOLDOFF_STATUS_OK) {
-            fail(e, "holdoff_group_get: %s", holdoff_last_error_message());
+        if (holdoff_breaker_group_get(c->group, key, strlen(key), &b) != HOLDOFF_STATUS_OK) {
+            fail(e, "holdoff_breaker_group_get: %s", holdoff_last_error_message());
             return NULL;
         }
         *owned = 1;
@@ -509,7 +509,7 @@ static int step_events(err_t *e, ctx_t *c, const cJSON *step, const cJSON *expec
     holdoff_breaker *b = breaker_for(e, c, str_of(step, "key", NULL), &owned);
     if (!b) return -1;
     /* A deliberately small buffer, so the runner also exercises draining in several calls. */
-    holdoff_event buf[3];
+    holdoff_state_change buf[3];
     cJSON *got = cJSON_CreateArray();
     for (;;) {
         size_t n = 0;
@@ -808,7 +808,7 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         holdoff_breaker *other = NULL;
         if (!pe) {
             rc = fail(e, "no permit named \"%s\"", name ? name : "(none)");
-        } else if (holdoff_config_new_breaker(c->config, c->clock, &other) != HOLDOFF_STATUS_OK) {
+        } else if (holdoff_breaker_new(c->config, c->clock, &other) != HOLDOFF_STATUS_OK) {
             rc = fail(e, "second breaker: %s", holdoff_last_error_message());
         } else {
             st = holdoff_breaker_record(other, &pe->permit, HOLDOFF_OUTCOME_SUCCESS, 0, NULL);
@@ -886,9 +886,9 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         else if (!c->budget)
             rc = fail(e, "the case has no budget");
         else if ((rc = parse_outcome(e, o, &kind, &later)) == 0) {
-            st = holdoff_budget_decide(c->budget, retry_state(c, call_name, 1), kind, later, &d);
+            st = holdoff_retry_budget_decide(c->budget, retry_state(c, call_name, 1), kind, later, &d);
             if (st != HOLDOFF_STATUS_OK) {
-                rc = fail(e, "holdoff_budget_decide: %s", holdoff_last_error_message());
+                rc = fail(e, "holdoff_retry_budget_decide: %s", holdoff_last_error_message());
             } else {
                 add_decision(a, &d);
                 rc = check(e, expect, a, K_DECIDE);
@@ -899,7 +899,7 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         if (!c->budget) {
             rc = fail(e, "the case has no budget");
         } else {
-            holdoff_budget_episode(c->budget, &ep);
+            holdoff_retry_budget_episode(c->budget, &ep);
             cJSON_AddBoolToObject(a, "episode_active", ep.active);
             if (ep.active)
                 cJSON_AddNumberToObject(a, "episode_start_ms", (double)(ep.start_ns / NS_PER_MS));
@@ -957,12 +957,12 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         if (!c->quota) {
             rc = fail(e, "the case has no quota");
         } else {
-            holdoff_quota_acquire(c->quota, (uint8_t)bool_of(step, "timeout"), &lease);
+            holdoff_retry_quota_acquire(c->quota, (uint8_t)bool_of(step, "timeout"), &lease);
             cJSON_AddBoolToObject(a, "acquired", lease.acquired);
             cJSON_AddNumberToObject(a, "cost", (double)lease.cost);
             const char *as = str_of(step, "as", NULL);
             if (lease.acquired && as) put_lease(c, as, lease);
-            holdoff_quota_available(c->quota, &avail);
+            holdoff_retry_quota_available(c->quota, &avail);
             cJSON_AddNumberToObject(a, "available", (double)avail);
             rc = check(e, expect, a, K_QUOTA_ACQUIRE);
         }
@@ -976,32 +976,32 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
             rc = fail(e, "no lease named \"%s\"", name);
         } else if (le && bool_of(step, "foreign")) {
             /* A second quota built from the same configuration: the lease is not its own. */
-            holdoff_quota *other = NULL;
-            if (holdoff_config_new_quota(c->config, &other) != HOLDOFF_STATUS_OK) {
+            holdoff_retry_quota *other = NULL;
+            if (holdoff_retry_quota_new(c->config, &other) != HOLDOFF_STATUS_OK) {
                 rc = fail(e, "second quota: %s", holdoff_last_error_message());
             } else {
-                st = holdoff_quota_on_success(other, &le->lease);
+                st = holdoff_retry_quota_on_success(other, &le->lease);
                 if (st != HOLDOFF_STATUS_OK) add_error(a, st);
-                holdoff_quota_free(other);
+                holdoff_retry_quota_free(other);
             }
         } else {
             /* The lease stays kept: giving it back a second time must be refused. */
-            st = holdoff_quota_on_success(c->quota, le ? &le->lease : NULL);
+            st = holdoff_retry_quota_on_success(c->quota, le ? &le->lease : NULL);
             if (st != HOLDOFF_STATUS_OK) add_error(a, st);
         }
         if (rc == 0 && c->quota) {
-            holdoff_quota_available(c->quota, &avail);
+            holdoff_retry_quota_available(c->quota, &avail);
             cJSON_AddNumberToObject(a, "available", (double)avail);
             rc = check(e, expect, a, K_QUOTA_SUCCESS);
         }
     } else if (strcmp(op, "group_snapshot") == 0) {
-        holdoff_group_stats gs;
+        holdoff_group_snapshot gs;
         holdoff_key_list *keys = NULL;
         size_t nkeys = 0;
         if (!c->group) {
             rc = fail(e, "the case has no group");
-        } else if (holdoff_group_snapshot(c->group, &gs) != HOLDOFF_STATUS_OK ||
-                   holdoff_group_keys(c->group, &keys) != HOLDOFF_STATUS_OK ||
+        } else if (holdoff_breaker_group_snapshot(c->group, &gs) != HOLDOFF_STATUS_OK ||
+                   holdoff_breaker_group_keys(c->group, &keys) != HOLDOFF_STATUS_OK ||
                    holdoff_key_list_len(keys, &nkeys) != HOLDOFF_STATUS_OK) {
             rc = fail(e, "group snapshot: %s", holdoff_last_error_message());
         } else {
@@ -1026,8 +1026,8 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
         holdoff_permit p;
         if (!c->policy) {
             rc = fail(e, "the case has no policy");
-        } else if (holdoff_policy_before(c->policy, policy_call(c, call_name), &b, &p) != HOLDOFF_STATUS_OK) {
-            rc = fail(e, "holdoff_policy_before: %s", holdoff_last_error_message());
+        } else if (holdoff_policy_before_attempt(c->policy, policy_call(c, call_name), &b, &p) != HOLDOFF_STATUS_OK) {
+            rc = fail(e, "holdoff_policy_before_attempt: %s", holdoff_last_error_message());
         } else {
             cJSON_AddStringToObject(a, "action", holdoff_before_action_name(b.action));
             if (b.action == HOLDOFF_BEFORE_ACTION_GO) {
@@ -1075,7 +1075,7 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
             if (!o) {
                 rc = fail(e, "after needs outcome or status");
             } else if ((rc = parse_outcome(e, o, &kind, &later)) == 0) {
-                st = holdoff_policy_after(c->policy, policy_call(c, call_name), &pe->permit, kind, later, &d);
+                st = holdoff_policy_after_attempt(c->policy, policy_call(c, call_name), &pe->permit, kind, later, &d);
                 if (st == HOLDOFF_STATUS_OK)
                     add_decision(a, &d);
                 else

@@ -32,6 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "holdoff.h"
 
 #define SEC 1000000000ULL
@@ -41,18 +42,6 @@
 #define CAPACITY 60
 #define WATCHDOG_SECONDS 60 /* generous for valgrind; a normal run takes well under 1 s */
 #define WATCHDOG_TEXT "60"
-
-static int passed, failed;
-
-#define CHECK(cond)                                                      \
-    do {                                                                 \
-        if (cond) {                                                      \
-            passed++;                                                    \
-        } else {                                                         \
-            failed++;                                                    \
-            printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);       \
-        }                                                                \
-    } while (0)
 
 #define CHECK_EQ(a, b)                                                                      \
     do {                                                                                    \
@@ -67,8 +56,8 @@ static int passed, failed;
 
 static holdoff_clock *clock_;
 static holdoff_breaker *breaker;
-static holdoff_quota *quota;
-static holdoff_quota *other_quota; /* built like `quota`: every lease given to it is foreign */
+static holdoff_retry_quota *quota;
+static holdoff_retry_quota *other_quota; /* built like `quota`: every lease given to it is foreign */
 static pthread_barrier_t round_start, round_end;
 static volatile int round_no;           /* written by main between the barriers only */
 static unsigned long long upstream_calls; /* __atomic */
@@ -110,7 +99,7 @@ static uint32_t upstream(unsigned long long n, int r, uint64_t *retry_later_ns) 
 }
 
 static void drain(counters_t *c, size_t max) {
-    holdoff_event ev[4];
+    holdoff_state_change ev[4];
     size_t n = 0;
     holdoff_status st = holdoff_breaker_drain_events(breaker, ev, max < 4 ? max : 4, &n);
     if (st != HOLDOFF_STATUS_OK) {
@@ -178,7 +167,7 @@ static void call(counters_t *c, int r, int k) {
     if (outcome != HOLDOFF_OUTCOME_FAILURE && outcome != HOLDOFF_OUTCOME_TIMEOUT) return;
     /* One retry, paid from the shared quota. */
     holdoff_quota_lease lease;
-    holdoff_status st = holdoff_quota_acquire(quota, outcome == HOLDOFF_OUTCOME_TIMEOUT, &lease);
+    holdoff_status st = holdoff_retry_quota_acquire(quota, outcome == HOLDOFF_OUTCOME_TIMEOUT, &lease);
     if (st != HOLDOFF_STATUS_OK) {
         unexpected(c, "quota_acquire", st);
         return;
@@ -191,20 +180,20 @@ static void call(counters_t *c, int r, int k) {
     c->spent += lease.cost;
     if (attempt(c, r, k + 1) != HOLDOFF_OUTCOME_SUCCESS) return; /* tokens stay spent */
     if (k % 11 == 0) { /* given to the wrong quota first: refused, the lease stays usable */
-        st = holdoff_quota_on_success(other_quota, &lease);
+        st = holdoff_retry_quota_on_success(other_quota, &lease);
         if (st == HOLDOFF_STATUS_FOREIGN_PERMIT)
             c->foreign_refused++;
         else
             unexpected(c, "foreign quota_on_success", st);
     }
-    st = holdoff_quota_on_success(quota, &lease);
+    st = holdoff_retry_quota_on_success(quota, &lease);
     if (st != HOLDOFF_STATUS_OK) {
         unexpected(c, "quota_on_success", st);
         return;
     }
     c->refunded += lease.cost;
     if (k % 13 == 0) { /* a lease given back twice refunds nothing */
-        st = holdoff_quota_on_success(quota, &lease);
+        st = holdoff_retry_quota_on_success(quota, &lease);
         if (st == HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED)
             c->double_refused++;
         else
@@ -223,12 +212,12 @@ static void *worker(void *arg) {
         }
         pthread_barrier_wait(&round_end);
     }
-    holdoff_status st = holdoff_quota_on_success(other_quota, &shared_lease);
+    holdoff_status st = holdoff_retry_quota_on_success(other_quota, &shared_lease);
     if (st == HOLDOFF_STATUS_FOREIGN_PERMIT)
         c->foreign_refused++;
     else
         unexpected(c, "shared lease, foreign", st);
-    st = holdoff_quota_on_success(quota, &shared_lease);
+    st = holdoff_retry_quota_on_success(quota, &shared_lease);
     if (st == HOLDOFF_STATUS_OK)
         c->shared_returned++;
     else if (st != HOLDOFF_STATUS_PERMIT_ALREADY_RECORDED)
@@ -241,21 +230,19 @@ int main(void) {
     alarm(WATCHDOG_SECONDS);
 
     CHECK_EQ(holdoff_clock_new_manual(0, &clock_), HOLDOFF_STATUS_OK);
-    holdoff_breaker_options o;
-    holdoff_breaker_options_init(&o);
-    o.trip_threshold = 5;
-    o.open_initial_ns = 2 * SEC;
-    o.open_multiplier = 1.0;
-    o.recoveries = 3;
-    CHECK_EQ(holdoff_breaker_new(&o, clock_, &breaker), HOLDOFF_STATUS_OK);
-    holdoff_quota_options qo;
-    holdoff_quota_options_init(&qo);
-    qo.capacity = CAPACITY;
-    qo.retry_cost = 5;
-    qo.timeout_cost = 10;
-    CHECK_EQ(holdoff_quota_new(&qo, &quota), HOLDOFF_STATUS_OK);
-    CHECK_EQ(holdoff_quota_new(&qo, &other_quota), HOLDOFF_STATUS_OK);
-    CHECK_EQ(holdoff_quota_acquire(quota, 0, &shared_lease), HOLDOFF_STATUS_OK);
+    char json[256];
+    snprintf(json, sizeof json,
+             "{\"breaker\": {\"trip\": {\"policy\": \"consecutive\", \"threshold\": 5},"
+             " \"open_interval\": {\"initial_ms\": %llu, \"multiplier\": 1}, \"recoveries\": 3},"
+             " \"quota\": {\"capacity\": %d, \"retry_cost\": 5, \"timeout_cost\": 10}}",
+             (unsigned long long)(2 * SEC / 1000000), CAPACITY);
+    holdoff_config *config = NULL;
+    CHECK_EQ(holdoff_config_parse(json, strlen(json), &config), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_breaker_new(config, clock_, &breaker), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_retry_quota_new(config, &quota), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_retry_quota_new(config, &other_quota), HOLDOFF_STATUS_OK);
+    holdoff_config_free(config);
+    CHECK_EQ(holdoff_retry_quota_acquire(quota, 0, &shared_lease), HOLDOFF_STATUS_OK);
     CHECK(shared_lease.acquired == 1);
     if (failed) return 1;
 
@@ -289,8 +276,8 @@ int main(void) {
     holdoff_snapshot s;
     CHECK_EQ(holdoff_breaker_snapshot(breaker, &s), HOLDOFF_STATUS_OK);
     uint64_t available = 0, other_available = 0;
-    CHECK_EQ(holdoff_quota_available(quota, &available), HOLDOFF_STATUS_OK);
-    CHECK_EQ(holdoff_quota_available(other_quota, &other_available), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_retry_quota_available(quota, &available), HOLDOFF_STATUS_OK);
+    CHECK_EQ(holdoff_retry_quota_available(other_quota, &other_available), HOLDOFF_STATUS_OK);
 
     printf("stress: %d threads x %d rounds x %d calls: attempts %llu (admitted %llu, refused %llu), "
            "recorded %llu, cancelled %llu, probes %llu, opens %llu, closes %llu, quota spent %llu "
@@ -330,8 +317,8 @@ int main(void) {
     CHECK(sum.foreign_refused > THREADS);
     CHECK_EQ(other_available, CAPACITY);
 
-    holdoff_quota_free(quota);
-    holdoff_quota_free(other_quota);
+    holdoff_retry_quota_free(quota);
+    holdoff_retry_quota_free(other_quota);
     holdoff_breaker_free(breaker);
     holdoff_clock_free(clock_);
     pthread_barrier_destroy(&round_start);
