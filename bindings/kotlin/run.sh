@@ -3,59 +3,44 @@
 #
 #   bash bindings/kotlin/run.sh test         native library, generated Kotlin (and Swift, to prove
 #                                            generation), then every Maven test incl. conformance
-#   bash bindings/kotlin/run.sh conformance  the conformance runner only; ends with
-#                                            "N passed, N failed, N skipped"
-#   bash bindings/kotlin/run.sh bench        allow+record from Kotlin in a warmed loop
+#   bash bindings/kotlin/run.sh conformance  the conformance runner only
+#   bash bindings/kotlin/run.sh bench        allow+record from Kotlin in a warmed loop (release
+#                                            library; bench/kotlin/run.sh calls it)
 #
-# Installs the JDK and Maven with apt-get when missing. Maven's local repository is
+# Needs a JDK and Maven (scripts/install-deps kotlin). Maven's local repository is
 # $HOLDOFF_M2_REPO (default ~/.m2/repository), so a second run downloads nothing.
-set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" kotlin
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
-cmd="${1:-test}"
-# Tests run on the debug library (shared with the workspace build); benchmarks on a release one.
-profile=debug
-[ "$cmd" = bench ] && profile=release
-native_dir="$CARGO_TARGET_DIR/$profile"
-lib="$native_dir/libholdoff_uniffi.so"
 bindgen="$CARGO_TARGET_DIR/debug/uniffi-bindgen"
-gen_kotlin="$here/target/generated-sources/uniffi"
-gen_swift="$here/target/generated-swift"
+gen_kotlin="$HERE/target/generated-sources/uniffi"
+gen_swift="$HERE/target/generated-swift"
 m2_repo="${HOLDOFF_M2_REPO:-$HOME/.m2/repository}"
 
-ensure_tools() {
-  if command -v java >/dev/null && command -v javac >/dev/null && command -v mvn >/dev/null; then
-    return
-  fi
-  echo "kotlin: installing a JDK and Maven (apt-get)" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless maven >/dev/null
-}
-
-# The generator first, the library last: both build the crate's lib target, and the one left in
-# the target dir must be the lean one (without the generator's `cli` feature).
-build_native() {
-  local release=()
-  [ "$profile" = release ] && release=(--release)
-  (cd "$repo" && cargo build -q -p holdoff-uniffi --features cli --bin uniffi-bindgen \
-    && cargo build -q -p holdoff-uniffi --lib "${release[@]}")
+# Builds the native library ($1: debug for the tests, shared with the workspace build; release
+# for the benchmark) and generates the Kotlin over it. The generator first, the library last:
+# both build the crate's lib target, and the one left in the target dir must be the lean one
+# (without the generator's `cli` feature).
+prepare() {
+  profile="$1"
+  native_dir="$CARGO_TARGET_DIR/$profile"
+  lib="$native_dir/libholdoff_uniffi.so"
+  cargo_build debug -p holdoff-uniffi --features cli --bin uniffi-bindgen
+  cargo_build "$profile" -p holdoff-uniffi --lib
+  generate kotlin "$gen_kotlin"
 }
 
 generate() {
   local lang="$1" out="$2"
   rm -rf "$out"
-  (cd "$repo" && "$bindgen" generate "$lib" --language "$lang" \
+  (cd "$ROOT" && "$bindgen" generate "$lib" --language "$lang" \
     --out-dir "$out" --no-format --metadata-no-deps)
 }
 
 mvn_test() {
   # Kotlin compiles every source each time; stale classes from an earlier layout must not linger.
-  rm -rf "$here/target/classes" "$here/target/test-classes" "$here/target/surefire-reports"
-  (cd "$here" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$m2_repo" \
-    -Dholdoff.native.dir="$native_dir" -Dholdoff.cases.dir="$repo/conformance" "$@" test)
+  rm -rf "$HERE/target/classes" "$HERE/target/test-classes" "$HERE/target/surefire-reports"
+  (cd "$HERE" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$m2_repo" \
+    -Dholdoff.native.dir="$native_dir" -Dholdoff.cases.dir="$ROOT/conformance" "$@" test)
 }
 
 # Counts from a Surefire XML report: "tests failures errors skipped".
@@ -71,7 +56,7 @@ counts() {
 # Then the total of every class as the last line.
 summary() {
   local r t f e s tp=0 tf=0 ts=0
-  for r in "$here"/target/surefire-reports/TEST-*.xml; do
+  for r in "$HERE"/target/surefire-reports/TEST-*.xml; do
     [ -f "$r" ] || continue
     read -r t f e s <<<"$(counts "$r")"
     echo "kotlin $(basename "$r" .xml | sed 's/^TEST-dev.holdoff.//'): $((t - f - e - s)) passed, $((f + e)) failed, $s skipped"
@@ -81,42 +66,41 @@ summary() {
   echo "kotlin: $tp passed, $tf failed, $ts skipped"
 }
 
-# The last line: the conformance runner's tally.
+# Records the conformance runner's tally from its Surefire report.
 tally() {
-  local r="$here/target/surefire-reports/TEST-dev.holdoff.ConformanceTest.xml" t f e s
-  [ -f "$r" ] || return 0
+  local r="$HERE/target/surefire-reports/TEST-dev.holdoff.ConformanceTest.xml" t f e s out
+  [ -f "$r" ] || { log "no conformance report (${r#"$ROOT"/})"; return 1; }
   read -r t f e s <<<"$(counts "$r")"
-  echo
-  echo "$((t - f - e - s)) passed, $((f + e)) failed, $s skipped"
+  temp out
+  echo "$((t - f - e - s)) passed, $((f + e)) failed, $s skipped" >"$out"
+  record_conformance "$out"
 }
 
-ensure_tools
-build_native
-generate kotlin "$gen_kotlin"
+cmd_test() {
+  prepare debug
+  generate swift "$gen_swift"
+  log "Swift bindings generated in ${gen_swift#"$ROOT"/} (no Swift toolchain here to run them)"
+  local rc=0
+  mvn_test || rc=$?
+  summary
+  tally
+  return "$rc"
+}
 
-case "$cmd" in
-  test)
-    generate swift "$gen_swift"
-    echo "kotlin: Swift bindings generated in ${gen_swift#"$repo"/} (no Swift toolchain here to run them)"
-    rc=0
-    mvn_test || rc=$?
-    summary
-    exit $rc
-    ;;
-  conformance)
-    rc=0
-    mvn_test -Dtest=ConformanceTest -Dsurefire.failIfNoSpecifiedTests=false || rc=$?
-    tally
-    exit $rc
-    ;;
-  bench)
-    # The parallel collector: each call leaves small JNA allocations that are freed only after a
-    # collection, and with it the loop runs 2-3x faster here than with G1.
-    mvn_test -Dholdoff.groups=bench -Dholdoff.excludedGroups= -Dtest=BenchTest \
-      -Dholdoff.argLine="-Xmx512m -XX:+UseParallelGC"
-    ;;
-  *)
-    echo "usage: $0 test|conformance|bench" >&2
-    exit 2
-    ;;
-esac
+cmd_conformance() {
+  prepare debug
+  local rc=0
+  mvn_test -Dtest=ConformanceTest -Dsurefire.failIfNoSpecifiedTests=false || rc=$?
+  tally
+  return "$rc"
+}
+
+# The parallel collector: each call leaves small JNA allocations that are freed only after a
+# collection, and with it the loop runs 2-3x faster here than with G1.
+cmd_bench() {
+  prepare release
+  mvn_test -Dholdoff.groups=bench -Dholdoff.excludedGroups= -Dtest=BenchTest \
+    -Dholdoff.argLine="-Xmx512m -XX:+UseParallelGC"
+}
+
+run_mode "$@"

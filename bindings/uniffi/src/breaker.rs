@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use holdoff::config::GroupSpec;
-use holdoff::PermitSlot;
+use holdoff::interop::config::GroupSpec;
+use holdoff::interop::{Coded, OutcomeKind, PermitSlot};
 
 use crate::{clock_of, count, BreakerConfig, Duration, HoldoffError, ManualClock};
 
@@ -22,29 +22,7 @@ pub enum State {
     Disabled,
 }
 
-impl From<holdoff::State> for State {
-    fn from(s: holdoff::State) -> Self {
-        match s {
-            holdoff::State::Closed => State::Closed,
-            holdoff::State::Open => State::Open,
-            holdoff::State::HalfOpen => State::HalfOpen,
-            holdoff::State::ForcedOpen => State::ForcedOpen,
-            holdoff::State::Disabled => State::Disabled,
-        }
-    }
-}
-
-impl From<State> for holdoff::State {
-    fn from(s: State) -> Self {
-        match s {
-            State::Closed => holdoff::State::Closed,
-            State::Open => holdoff::State::Open,
-            State::HalfOpen => holdoff::State::HalfOpen,
-            State::ForcedOpen => holdoff::State::ForcedOpen,
-            State::Disabled => holdoff::State::Disabled,
-        }
-    }
-}
+mirror!(State: Closed, Open, HalfOpen, ForcedOpen, Disabled);
 
 #[uniffi::export]
 impl State {
@@ -100,7 +78,7 @@ impl Outcome {
             Outcome::RetryLater { .. } => holdoff::Outcome::RetryLater(std::time::Duration::ZERO),
             other => other.to_core().unwrap_or(holdoff::Outcome::Cancelled),
         };
-        core.name().to_owned()
+        OutcomeKind::of(&core).name().to_owned()
     }
 }
 
@@ -131,25 +109,7 @@ pub enum Effect {
     Ignored,
 }
 
-impl From<holdoff::Effect> for Effect {
-    fn from(e: holdoff::Effect) -> Self {
-        match e {
-            holdoff::Effect::Counted => Effect::Counted,
-            holdoff::Effect::Stale => Effect::Stale,
-            holdoff::Effect::Ignored => Effect::Ignored,
-        }
-    }
-}
-
-impl From<Effect> for holdoff::Effect {
-    fn from(e: Effect) -> Self {
-        match e {
-            Effect::Counted => holdoff::Effect::Counted,
-            Effect::Stale => holdoff::Effect::Stale,
-            Effect::Ignored => holdoff::Effect::Ignored,
-        }
-    }
-}
+mirror!(Effect: Counted, Stale, Ignored);
 
 #[uniffi::export]
 impl Effect {
@@ -180,35 +140,10 @@ pub enum Reason {
     Reset,
 }
 
-impl From<holdoff::Reason> for Reason {
-    fn from(r: holdoff::Reason) -> Self {
-        match r {
-            holdoff::Reason::Tripped => Reason::Tripped,
-            holdoff::Reason::RetryLater => Reason::RetryLater,
-            holdoff::Reason::ProbeAdmitted => Reason::ProbeAdmitted,
-            holdoff::Reason::ProbeFailed => Reason::ProbeFailed,
-            holdoff::Reason::Recovered => Reason::Recovered,
-            holdoff::Reason::ForcedOpen => Reason::ForcedOpen,
-            holdoff::Reason::Disabled => Reason::Disabled,
-            holdoff::Reason::Reset => Reason::Reset,
-        }
-    }
-}
-
-impl From<Reason> for holdoff::Reason {
-    fn from(r: Reason) -> Self {
-        match r {
-            Reason::Tripped => holdoff::Reason::Tripped,
-            Reason::RetryLater => holdoff::Reason::RetryLater,
-            Reason::ProbeAdmitted => holdoff::Reason::ProbeAdmitted,
-            Reason::ProbeFailed => holdoff::Reason::ProbeFailed,
-            Reason::Recovered => holdoff::Reason::Recovered,
-            Reason::ForcedOpen => holdoff::Reason::ForcedOpen,
-            Reason::Disabled => holdoff::Reason::Disabled,
-            Reason::Reset => holdoff::Reason::Reset,
-        }
-    }
-}
+mirror!(
+    Reason:
+    Tripped, RetryLater, ProbeAdmitted, ProbeFailed, Recovered, ForcedOpen, Disabled, Reset,
+);
 
 #[uniffi::export]
 impl Reason {

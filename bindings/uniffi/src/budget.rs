@@ -2,6 +2,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use holdoff::interop::{Coded, DecisionKind, LeaseSlot};
+
 use crate::{clock_of, count, lock, BudgetConfig, Duration, HoldoffError, ManualClock, Outcome, QuotaConfig};
 
 /// Why a caller should stop retrying; `stableName()` is the core's name for it.
@@ -32,41 +34,11 @@ pub enum GiveUpReason {
     TotalTimeout,
 }
 
-impl From<holdoff::GiveUpReason> for GiveUpReason {
-    fn from(r: holdoff::GiveUpReason) -> Self {
-        use holdoff::GiveUpReason as G;
-        match r {
-            G::BudgetSpent => GiveUpReason::BudgetSpent,
-            G::RetryAfterExceedsRemaining => GiveUpReason::RetryAfterExceedsRemaining,
-            G::RetryAfterAboveCap => GiveUpReason::RetryAfterAboveCap,
-            G::BackoffExceedsRemaining => GiveUpReason::BackoffExceedsRemaining,
-            G::AttemptsExhausted => GiveUpReason::AttemptsExhausted,
-            G::NotRetryable => GiveUpReason::NotRetryable,
-            G::QuotaEmpty => GiveUpReason::QuotaEmpty,
-            G::BreakerOpen => GiveUpReason::BreakerOpen,
-            G::Cancelled => GiveUpReason::Cancelled,
-            G::TotalTimeout => GiveUpReason::TotalTimeout,
-        }
-    }
-}
-
-impl From<GiveUpReason> for holdoff::GiveUpReason {
-    fn from(r: GiveUpReason) -> Self {
-        use holdoff::GiveUpReason as G;
-        match r {
-            GiveUpReason::BudgetSpent => G::BudgetSpent,
-            GiveUpReason::RetryAfterExceedsRemaining => G::RetryAfterExceedsRemaining,
-            GiveUpReason::RetryAfterAboveCap => G::RetryAfterAboveCap,
-            GiveUpReason::BackoffExceedsRemaining => G::BackoffExceedsRemaining,
-            GiveUpReason::AttemptsExhausted => G::AttemptsExhausted,
-            GiveUpReason::NotRetryable => G::NotRetryable,
-            GiveUpReason::QuotaEmpty => G::QuotaEmpty,
-            GiveUpReason::BreakerOpen => G::BreakerOpen,
-            GiveUpReason::Cancelled => G::Cancelled,
-            GiveUpReason::TotalTimeout => G::TotalTimeout,
-        }
-    }
-}
+mirror!(
+    GiveUpReason:
+    BudgetSpent, RetryAfterExceedsRemaining, RetryAfterAboveCap, BackoffExceedsRemaining,
+    AttemptsExhausted, NotRetryable, QuotaEmpty, BreakerOpen, Cancelled, TotalTimeout,
+);
 
 #[uniffi::export]
 impl GiveUpReason {
@@ -88,25 +60,7 @@ pub enum WaitSource {
     Breaker,
 }
 
-impl From<holdoff::WaitSource> for WaitSource {
-    fn from(s: holdoff::WaitSource) -> Self {
-        match s {
-            holdoff::WaitSource::RetryAfter => WaitSource::RetryAfter,
-            holdoff::WaitSource::Backoff => WaitSource::Backoff,
-            holdoff::WaitSource::Breaker => WaitSource::Breaker,
-        }
-    }
-}
-
-impl From<WaitSource> for holdoff::WaitSource {
-    fn from(s: WaitSource) -> Self {
-        match s {
-            WaitSource::RetryAfter => holdoff::WaitSource::RetryAfter,
-            WaitSource::Backoff => holdoff::WaitSource::Backoff,
-            WaitSource::Breaker => holdoff::WaitSource::Breaker,
-        }
-    }
-}
+mirror!(WaitSource: RetryAfter, Backoff, Breaker);
 
 #[uniffi::export]
 impl WaitSource {
@@ -157,6 +111,21 @@ impl From<holdoff::Decision> for Decision {
                 server_delay: Duration::opt(server_delay),
             },
         }
+    }
+}
+
+#[uniffi::export]
+impl Decision {
+    /// The conformance suite's stable name of the decision's kind, the core's: `done`,
+    /// `retry`, `give_up`.
+    pub fn stable_name(&self) -> String {
+        match self {
+            Decision::Done => DecisionKind::Done,
+            Decision::Retry { .. } => DecisionKind::Retry,
+            Decision::GiveUp { .. } => DecisionKind::GiveUp,
+        }
+        .name()
+        .to_owned()
     }
 }
 
@@ -219,7 +188,7 @@ impl RetryBudget {
 /// bucket unchanged.
 #[derive(Debug, uniffi::Object)]
 pub struct QuotaLease {
-    slot: holdoff::LeaseSlot,
+    slot: LeaseSlot,
 }
 
 #[uniffi::export]
@@ -270,7 +239,7 @@ impl RetryQuota {
         match self.inner.acquire(after_timeout) {
             Ok(lease) => QuotaAcquisition::Acquired {
                 lease: Arc::new(QuotaLease {
-                    slot: holdoff::LeaseSlot::new(lease),
+                    slot: LeaseSlot::new(lease),
                 }),
                 available: count(self.inner.available()),
             },

@@ -5,6 +5,8 @@
 
 use std::sync::{Arc, Mutex};
 
+use holdoff::interop::{Coded, VerdictKind};
+
 use crate::http::pairs;
 use crate::{lock, Duration, GiveUpReason, Header, HoldoffError, Outcome, Policy, WaitSource};
 
@@ -143,28 +145,15 @@ impl Verdict {
     /// The core's stable name of the verdict's kind: `return`, `rethrow`, `breaker_open`,
     /// `give_up`, `cancelled`, `invalid_input`.
     pub fn stable_name(&self) -> String {
-        let name = match self {
-            Verdict::Return { .. } => holdoff::Verdict::Return { attempts: 0 },
-            Verdict::Rethrow { .. } => holdoff::Verdict::Rethrow {
-                attempts: 0,
-                reason: None,
-            },
-            Verdict::BreakerOpen { .. } => holdoff::Verdict::BreakerOpen {
-                attempts: 0,
-                retry_after: None,
-            },
-            Verdict::GiveUp { .. } => holdoff::Verdict::GiveUp(holdoff::GaveUp {
-                reason: holdoff::GiveUpReason::BudgetSpent,
-                attempts: 0,
-                retry_after: None,
-                server_delay: None,
-                capped: false,
-            }),
-            Verdict::Cancelled { .. } => holdoff::Verdict::Cancelled { attempts: 0 },
-            Verdict::InvalidInput { .. } => holdoff::Verdict::InvalidInput { attempts: 0 },
-        }
-        .name();
-        name.to_owned()
+        let kind = match self {
+            Verdict::Return { .. } => VerdictKind::Return,
+            Verdict::Rethrow { .. } => VerdictKind::Rethrow,
+            Verdict::BreakerOpen { .. } => VerdictKind::BreakerOpen,
+            Verdict::GiveUp { .. } => VerdictKind::GiveUp,
+            Verdict::Cancelled { .. } => VerdictKind::Cancelled,
+            Verdict::InvalidInput { .. } => VerdictKind::InvalidInput,
+        };
+        kind.name().to_owned()
     }
 }
 

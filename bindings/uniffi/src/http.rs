@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use holdoff::interop::Coded;
+
 use crate::{clock_of, wall_now, ClassifierConfig, Duration, HoldoffError, ManualClock, Outcome};
 
 /// Why a delay hint is unusable; `stableName()` is the core's name for it.
@@ -18,27 +20,7 @@ pub enum Unusable {
     Conflicting,
 }
 
-impl From<holdoff::Unusable> for Unusable {
-    fn from(u: holdoff::Unusable) -> Self {
-        match u {
-            holdoff::Unusable::Missing => Unusable::Missing,
-            holdoff::Unusable::Malformed => Unusable::Malformed,
-            holdoff::Unusable::Signed => Unusable::Signed,
-            holdoff::Unusable::Conflicting => Unusable::Conflicting,
-        }
-    }
-}
-
-impl From<Unusable> for holdoff::Unusable {
-    fn from(u: Unusable) -> Self {
-        match u {
-            Unusable::Missing => holdoff::Unusable::Missing,
-            Unusable::Malformed => holdoff::Unusable::Malformed,
-            Unusable::Signed => holdoff::Unusable::Signed,
-            Unusable::Conflicting => holdoff::Unusable::Conflicting,
-        }
-    }
-}
+mirror!(Unusable: Missing, Malformed, Signed, Conflicting);
 
 #[uniffi::export]
 impl Unusable {
@@ -94,35 +76,10 @@ pub enum HintSource {
     None,
 }
 
-impl From<holdoff::HintSource> for HintSource {
-    fn from(s: holdoff::HintSource) -> Self {
-        use holdoff::HintSource as H;
-        match s {
-            H::RetryAfterMs => HintSource::RetryAfterMs,
-            H::XMsRetryAfterMs => HintSource::XMsRetryAfterMs,
-            H::RetryAfter => HintSource::RetryAfter,
-            H::RateLimit => HintSource::RateLimit,
-            H::RateLimitReset => HintSource::RateLimitReset,
-            H::XRateLimitReset => HintSource::XRateLimitReset,
-            H::None => HintSource::None,
-        }
-    }
-}
-
-impl From<HintSource> for holdoff::HintSource {
-    fn from(s: HintSource) -> Self {
-        use holdoff::HintSource as H;
-        match s {
-            HintSource::RetryAfterMs => H::RetryAfterMs,
-            HintSource::XMsRetryAfterMs => H::XMsRetryAfterMs,
-            HintSource::RetryAfter => H::RetryAfter,
-            HintSource::RateLimit => H::RateLimit,
-            HintSource::RateLimitReset => H::RateLimitReset,
-            HintSource::XRateLimitReset => H::XRateLimitReset,
-            HintSource::None => H::None,
-        }
-    }
-}
+mirror!(
+    HintSource:
+    RetryAfterMs, XMsRetryAfterMs, RetryAfter, RateLimit, RateLimitReset, XRateLimitReset, None,
+);
 
 #[uniffi::export]
 impl HintSource {

@@ -32,14 +32,40 @@
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration as StdDuration, SystemTime};
 
-use holdoff::config::{BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, Num, QuotaSpec, TripSpec};
-use holdoff::units;
+use holdoff::interop::config::{
+    BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, Num, QuotaSpec, TripSpec,
+};
+use holdoff::interop::{units, Coded, ErrorKind};
+
+/// Both conversions between a uniffi enum and the core enum of the same name that it mirrors,
+/// variant for variant (the matches are exhaustive, so a variant on one side only fails to
+/// compile).
+macro_rules! mirror {
+    ($t:ident: $($v:ident),+ $(,)?) => {
+        impl From<holdoff::$t> for $t {
+            fn from(v: holdoff::$t) -> Self {
+                match v {
+                    $(holdoff::$t::$v => $t::$v,)+
+                }
+            }
+        }
+
+        impl From<$t> for holdoff::$t {
+            fn from(v: $t) -> Self {
+                match v {
+                    $($t::$v => holdoff::$t::$v,)+
+                }
+            }
+        }
+    };
+}
 
 mod breaker;
 mod budget;
 mod execution;
 mod http;
 mod policy;
+mod terms;
 
 pub use breaker::*;
 pub use budget::*;
@@ -95,6 +121,13 @@ impl Duration {
         self.0.millis as f64 + f64::from(self.0.nanos) / 1e6
     }
 
+    /// As Kotlin's `Duration.toString()` prints it, for messages.
+    fn kotlin(self) -> String {
+        let ns = i128::from(self.0.millis) * 1_000_000 + i128::from(self.0.nanos);
+        let abs = u64::try_from(ns.unsigned_abs()).unwrap_or(u64::MAX);
+        terms::kotlin_duration(StdDuration::from_nanos(abs), ns < 0)
+    }
+
     /// Checked by the core's `units` rules (negative, too large: refused naming `field`), then
     /// converted exactly.
     pub(crate) fn checked(self, field: &str) -> Result<StdDuration, holdoff::ConfigError> {
@@ -132,7 +165,13 @@ fn count(v: u64) -> i64 {
 /// Kotlin's own `Duration` cannot hold NaN, so this is where such a value is refused.
 #[uniffi::export]
 pub fn duration_from_millis(field: String, millis: f64) -> Result<Duration, HoldoffError> {
-    Ok(Duration::from_std(units::from_millis_f64(&field, millis)?))
+    // The caller's unit here is milliseconds: the core's words stand.
+    units::from_millis_f64(&field, millis)
+        .map(Duration::from_std)
+        .map_err(|e| HoldoffError::InvalidConfig {
+            field: e.field,
+            rule: e.rule,
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -145,7 +184,9 @@ pub fn duration_from_millis(field: String, millis: f64) -> Result<Duration, Hold
 #[uniffi::export(Display)]
 pub enum HoldoffError {
     /// A configuration value breaks a rule (`invalid_config`). `field` is the dotted path the
-    /// conformance suite uses (`budget.max_rate_limit_duration`), `rule` says what it must be.
+    /// conformance suite uses (`budget.max_rate_limit_duration`); `rule` says what it must be
+    /// in the caller's terms: the Kotlin property (`BudgetConfig.maxRateLimitDuration must be
+    /// greater than 0`), durations as `kotlin.time.Duration` prints them.
     #[error("invalid configuration: {field}: {rule}")]
     InvalidConfig { field: String, rule: String },
     /// An argument of an operation is out of range (`invalid_input`): a value that is not an
@@ -154,9 +195,9 @@ pub enum HoldoffError {
     InvalidInput { field: String, rule: String },
     /// A manual clock was set earlier than it shows (`clock_backwards`).
     #[error(
-        "a monotonic clock cannot go backwards (now {} ms, requested {} ms)",
-        now.as_f64_millis(),
-        requested.as_f64_millis()
+        "a monotonic clock cannot go backwards (now {}, requested {})",
+        now.kotlin(),
+        requested.kotlin()
     )]
     ClockBackwards { now: Duration, requested: Duration },
     /// A permit was recorded twice, or a quota lease given back twice
@@ -171,7 +212,7 @@ pub enum HoldoffError {
     /// the upstream failed or the breaker refused. `retry_after` is the time until the next
     /// probe, `None` while forced open (until an operator resets it).
     #[error("the breaker is open ({})", match retry_after {
-        Some(d) => format!("next probe in {} ms", d.as_f64_millis()),
+        Some(d) => format!("next probe in {}", d.kotlin()),
         None => "forced open".to_owned(),
     })]
     BreakerOpen { retry_after: Option<Duration> },
@@ -201,15 +242,15 @@ impl HoldoffError {
             HoldoffError::ForeignPermit => Core::Permit(PermitError::Foreign),
             HoldoffError::BreakerOpen { .. } => return holdoff::GiveUpReason::BreakerOpen.name().to_owned(),
         };
-        core.name().to_owned()
+        ErrorKind::of(&core).name().to_owned()
     }
 }
 
 impl HoldoffError {
     fn input(e: holdoff::ConfigError) -> HoldoffError {
         HoldoffError::InvalidInput {
+            rule: terms::kotlin_rule(&e.field, &e.rule),
             field: e.field,
-            rule: e.rule,
         }
     }
 }
@@ -217,8 +258,8 @@ impl HoldoffError {
 impl From<holdoff::ConfigError> for HoldoffError {
     fn from(e: holdoff::ConfigError) -> Self {
         HoldoffError::InvalidConfig {
+            rule: terms::kotlin_rule(&e.field, &e.rule),
             field: e.field,
-            rule: e.rule,
         }
     }
 }
@@ -226,8 +267,8 @@ impl From<holdoff::ConfigError> for HoldoffError {
 impl From<holdoff::InputError> for HoldoffError {
     fn from(e: holdoff::InputError) -> Self {
         HoldoffError::InvalidInput {
+            rule: terms::kotlin_rule(&e.field, &e.rule),
             field: e.field,
-            rule: e.rule,
         }
     }
 }

@@ -4,20 +4,23 @@
 
 use std::sync::{Arc, Mutex};
 
+use holdoff::interop::{BeforeAction, Coded};
+
 use crate::http::pairs;
 use crate::{
     lock, Breaker, Classification, Classifier, Decision, Duration, GiveUpReason, Header, HoldoffError,
     Outcome, Permit, RetryBudget, RetryQuota,
 };
 
-/// The per-call state of a policy: one per logical call (all its attempts).
+/// The per-call state of a policy (the core's `policy::Call`): one per logical call (all its
+/// attempts).
 #[derive(Debug, Default, uniffi::Object)]
-pub struct Call {
+pub struct PolicyCall {
     inner: Mutex<holdoff::Call>,
 }
 
 #[uniffi::export]
-impl Call {
+impl PolicyCall {
     #[uniffi::constructor]
     pub fn new() -> Arc<Self> {
         Arc::new(Self::default())
@@ -45,12 +48,27 @@ pub enum Before {
     },
     /// The breaker is open: wait this long, then ask again.
     Wait { delay: Duration },
-    /// Stop: the breaker stays open beyond what is left of the budget (`retry_after` is the
+    /// Give up: the breaker stays open beyond what is left of the budget (`retry_after` is the
     /// time until its next probe, absent while forced open).
     GiveUp {
         reason: GiveUpReason,
         retry_after: Option<Duration>,
     },
+}
+
+#[uniffi::export]
+impl Before {
+    /// The conformance suite's stable name of the action, the core's: `go`, `wait`,
+    /// `give_up`.
+    pub fn stable_name(&self) -> String {
+        match self {
+            Before::Go { .. } => BeforeAction::Go,
+            Before::Wait { .. } => BeforeAction::Wait,
+            Before::GiveUp { .. } => BeforeAction::GiveUp,
+        }
+        .name()
+        .to_owned()
+    }
 }
 
 /// The decision after an HTTP response, with how the response was classified.
@@ -110,7 +128,7 @@ impl Policy {
 
     /// Before an attempt: go, wait for the breaker, or give up. A first attempt does not wait
     /// for an open breaker (`breaker_open`).
-    pub fn before_attempt(&self, call: Arc<Call>) -> Before {
+    pub fn before_attempt(&self, call: Arc<PolicyCall>) -> Before {
         match self.inner.before_attempt(&mut lock(&call.inner)) {
             holdoff::Before::Go(p) => Before::Go {
                 episode: i64::from(p.episode()),
@@ -130,7 +148,7 @@ impl Policy {
     /// After an attempt: records the outcome, then done, retry after a delay, or give up.
     pub fn after_attempt(
         &self,
-        call: Arc<Call>,
+        call: Arc<PolicyCall>,
         permit: Arc<Permit>,
         outcome: Outcome,
     ) -> Result<Decision, HoldoffError> {
@@ -146,7 +164,7 @@ impl Policy {
     /// as cancelled (a probe frees its slot at once; its window stays spent).
     pub fn after_response(
         &self,
-        call: Arc<Call>,
+        call: Arc<PolicyCall>,
         permit: Arc<Permit>,
         status: i32,
         headers: Vec<Header>,

@@ -76,7 +76,7 @@ class GiveUpException(
 /**
  * Thrown by an operation to say that the upstream asked to be left alone for [delay] (a
  * rate limit, a maintenance window): the breaker opens for that delay and the budget waits it,
- * never shorter. A negative delay is refused with [HoldoffException.InvalidInput] naming
+ * never shorter. A negative delay is refused with [InvalidInputException] naming
  * `outcome.retry_later`.
  */
 class RetryLaterException(

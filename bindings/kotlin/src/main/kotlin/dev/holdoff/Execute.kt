@@ -48,7 +48,7 @@ val DEFAULT_TOTAL_TIMEOUT: Duration =
  * @param totalTimeout longest the whole call may take, waits included (default 60 s,
  *   [DEFAULT_TOTAL_TIMEOUT]); null: no limit, only the budget bounds it. A wait that would not
  *   end before it gives up now, with reason `TOTAL_TIMEOUT`. A limit that is zero, negative or
- *   infinite is refused with [HoldoffException.InvalidConfig] naming `execute.attempt_timeout`
+ *   infinite is refused with [InvalidConfigException] naming `execute.attempt_timeout`
  *   or `execute.total_timeout`.
  * @param classify what an exception thrown by an attempt is ([defaultOutcomeOf] by default).
  * @param classifyResult what a returned value is (default [Outcome.Success]).
@@ -78,7 +78,7 @@ suspend fun <T> Policy.execute(
  * clock reading). A final answer (a 404) is returned; failures until the end (500s) throw
  * [GiveUpException] with the last response as [UpstreamUnavailableException.lastResult]. A
  * [status] that is not an HTTP status (negative, above 999) throws
- * [HoldoffException.InvalidInput] naming `status`. Exceptions are classified by [classify].
+ * [InvalidInputException] naming `status`. Exceptions are classified by [classify].
  * The other parameters are [execute]'s.
  */
 suspend fun <T> Policy.executeHttp(
@@ -208,7 +208,7 @@ private fun <T> surface(verdict: Verdict, last: Ran<T>?): T {
         is Verdict.GiveUp -> throw GiveUpException(verdict.gaveUp, value, error)
         is Verdict.Cancelled -> throw error as? CancellationException
             ?: CancellationException("the call was cancelled: its last attempt was classified as cancelled").apply { initCause(error) }
-        is Verdict.InvalidInput -> throw HoldoffException.InvalidInput(verdict.field, verdict.rule)
+        is Verdict.InvalidInput -> throw InvalidInputException(verdict.field, verdict.rule)
     }
 }
 

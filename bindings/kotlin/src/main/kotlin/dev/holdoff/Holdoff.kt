@@ -63,7 +63,7 @@ fun headersOf(vararg pairs: Pair<String, String>): List<Header> = pairs.map { (n
 /**
  * Classifies a response given its headers as name-value pairs. Every [status] reaches the core's
  * check: outside 100..599 it is a broken upstream (a failure); negative or above 999 it is not a
- * status, and [HoldoffException.InvalidInput] names `status`.
+ * status, and [InvalidInputException] names `status`.
  */
 fun Classifier.classify(status: Int, vararg headers: Pair<String, String>): Classification =
     classify(status, headersOf(*headers))

@@ -100,7 +100,7 @@ class ApiTest {
     // --- typed errors for bad input ---------------------------------------------------------
 
     private fun assertConfig(field: String, block: () -> Unit) {
-        val e = refused<HoldoffException.InvalidConfig>(block)
+        val e = refused<InvalidConfigException>(block)
         assertEquals(field, e.field)
         assertEquals("invalid_config", e.code())
     }
@@ -133,26 +133,118 @@ class ApiTest {
     @Test
     fun `operation arguments out of range are InvalidInput`() {
         val clock = ManualClock()
-        val e = refused<HoldoffException.InvalidInput> { clock.set((-1).milliseconds) }
+        val e = refused<InvalidInputException> { clock.set((-1).milliseconds) }
         assertEquals("at", e.field)
         assertEquals("invalid_input", e.code())
         val classifier = Classifier(null, clock)
         for (notAStatus in listOf(-1, 1000, 70000, Int.MIN_VALUE, Int.MAX_VALUE)) {
-            val bad = refused<HoldoffException.InvalidInput> { classifier.classify(notAStatus) }
+            val bad = refused<InvalidInputException> { classifier.classify(notAStatus) }
             assertEquals("status", bad.field, "$notAStatus")
         }
         val breaker = Breaker(BreakerConfig(), clock)
         val permit = breaker.acquire()
-        val bad = refused<HoldoffException.InvalidInput> { permit.record(Outcome.RetryLater((-5).seconds)) }
+        val bad = refused<InvalidInputException> { permit.record(Outcome.RetryLater((-5).seconds)) }
         assertEquals("outcome.retry_later", bad.field)
         assertFalse(permit.isRecorded()) // a refused argument does not spend the permit
+    }
+
+    @Test
+    fun `the core's errors are caught by their Kotlin names`() {
+        val clock = ManualClock()
+        val config = try {
+            Breaker(BreakerConfig(openInterval = BackoffConfig(initial = (-1).seconds)))
+            null
+        } catch (e: InvalidConfigException) {
+            e
+        }
+        assertEquals("breaker.open_interval.initial", config?.field)
+        val input = try {
+            Classifier(null, clock).classify(1000)
+            null
+        } catch (e: InvalidInputException) {
+            e
+        }
+        assertEquals("status", input?.field)
+        assertEquals("invalid_input", input?.code())
+        clock.set(5.seconds)
+        val backwards = try {
+            clock.set(1.seconds)
+            null
+        } catch (e: ClockBackwardsException) {
+            e
+        }
+        assertEquals("clock_backwards", backwards?.code())
+        // Each is still the sealed HoldoffException uniffi generates.
+        val any: HoldoffException? = config
+        assertTrue(any is HoldoffException.InvalidConfig)
+    }
+
+    @Test
+    fun `errors speak kotlin durations and name the kotlin field`() {
+        val clock = ManualClock()
+        fun rule(block: () -> Unit) = refused<HoldoffException>(block).let {
+            when (it) {
+                is InvalidConfigException -> it.rule
+                is InvalidInputException -> it.rule
+                else -> it.toString()
+            }
+        }
+        // The field keeps the core's name; the rule names the Kotlin property, in Kotlin's units.
+        val negative = refused<InvalidConfigException> {
+            Breaker(BreakerConfig(openInterval = BackoffConfig(initial = (-1).seconds)))
+        }
+        assertEquals("breaker.open_interval.initial", negative.field)
+        assertEquals("BreakerConfig.openInterval.initial must not be negative", negative.rule)
+        val largest = ((1L shl 53) - 1).milliseconds
+        assertEquals(
+            "BudgetConfig.maxRateLimitDuration is too large (at most $largest)",
+            rule { RetryBudget(BudgetConfig(maxRateLimitDuration = (1L shl 53).milliseconds)) },
+        )
+        assertEquals(
+            "BudgetConfig.maxRateLimitDuration budget ${5.minutes} against a ${5.minutes} cap leaves no room to " +
+                "retry: it must be at least twice BudgetConfig.retryAfterCap (room for two capped waits)",
+            rule { RetryBudget(BudgetConfig(maxRateLimitDuration = 5.minutes, retryAfterCap = 5.minutes)) },
+        )
+        assertEquals(
+            "BudgetConfig.backoff.max must be >= BudgetConfig.backoff.initial",
+            rule { RetryBudget(BudgetConfig(backoff = BackoffConfig(initial = 2.seconds, max = 1.seconds))) },
+        )
+        assertEquals("at must not be negative", rule { clock.set((-1).milliseconds) })
+        assertEquals(
+            "Outcome.RetryLater.delay must not be negative",
+            rule { Breaker(BreakerConfig(), clock).acquire().record(Outcome.RetryLater((-5).seconds)) },
+        )
+        val p = policy(clock)
+        assertEquals(
+            "ExecutionConfig.attemptTimeout must be greater than 0",
+            rule { kotlinx.coroutines.runBlocking { p.execute(attemptTimeout = Duration.ZERO) {} } },
+        )
+        // The core's own messages (toString) print durations as Kotlin does.
+        clock.set(90.seconds)
+        val backwards = refused<ClockBackwardsException> { clock.set(1500.milliseconds) }
+        assertEquals("a monotonic clock cannot go backwards (now ${90.seconds}, requested ${1500.milliseconds})", backwards.toString())
+        val open = Breaker(trip1, clock).also { it.acquire().record(Outcome.Failure) }
+        assertEquals("the breaker is open (next probe in ${30.seconds})", refused<HoldoffException.BreakerOpen> { open.acquire() }.toString())
+    }
+
+    @Test
+    fun `a null from Java is a NullPointerException naming the parameter, before the native library`() {
+        val breaker = Breaker(BreakerConfig(), ManualClock())
+        val record = Breaker::class.java.getMethod("record", Permit::class.java, Outcome::class.java)
+        val e = assertThrows<java.lang.reflect.InvocationTargetException> { record.invoke(breaker, null, Outcome.Success) }
+        assertTrue(e.cause is NullPointerException, "${e.cause}")
+        assertTrue("permit" in e.cause!!.message.orEmpty(), e.cause!!.message)
+        // Where the API takes null, it means "none": no quota, the default classifier.
+        val clock = ManualClock()
+        Policy(Breaker(BreakerConfig(), clock), RetryBudget(BudgetConfig(), clock), null, null)
+        RetryQuota(QuotaConfig()).onSuccess(null)
     }
 
     @Test
     fun `the clock refuses to go backwards`() {
         val clock = ManualClock()
         clock.set(10.seconds)
-        val e = refused<HoldoffException.ClockBackwards> { clock.set(9.seconds) }
+        val e = refused<ClockBackwardsException> { clock.set(9.seconds) }
         assertEquals("clock_backwards", e.code())
         assertEquals(10.seconds, e.now)
         assertEquals(10.seconds, clock.now())
@@ -164,10 +256,10 @@ class ApiTest {
         val a = Breaker(BreakerConfig(), clock)
         val b = Breaker(BreakerConfig(), clock)
         val permit = a.acquire()
-        assertEquals("foreign_permit", refused<HoldoffException.ForeignPermit> { b.record(permit, Outcome.Success) }.code())
+        assertEquals("foreign_permit", refused<ForeignPermitException> { b.record(permit, Outcome.Success) }.code())
         assertEquals(Effect.COUNTED, a.record(permit, Outcome.Success))
         assertTrue(permit.isRecorded())
-        assertEquals("permit_already_recorded", refused<HoldoffException.PermitAlreadyRecorded> { permit.recordSuccess() }.code())
+        assertEquals("permit_already_recorded", refused<PermitAlreadyRecordedException> { permit.recordSuccess() }.code())
     }
 
     @Test
@@ -179,7 +271,7 @@ class ApiTest {
         assertEquals(10L, quota.available())
         assertEquals(15L, (other.acquire(false) as QuotaAcquisition.Acquired).available)
 
-        val foreign = refused<HoldoffException.ForeignPermit> { other.onSuccess(lease) }
+        val foreign = refused<ForeignPermitException> { other.onSuccess(lease) }
         assertEquals("foreign_permit", foreign.code())
         assertEquals(10L to 15L, quota.available() to other.available()) // neither bucket moved
         assertFalse(lease.isGivenBack()) // still good for its own quota
@@ -188,7 +280,7 @@ class ApiTest {
         assertTrue(lease.isGivenBack())
         assertEquals(20L, quota.available())
         quota.acquire(false)
-        val twice = refused<HoldoffException.PermitAlreadyRecorded> { quota.onSuccess(lease) }
+        val twice = refused<PermitAlreadyRecordedException> { quota.onSuccess(lease) }
         assertEquals("permit_already_recorded", twice.code())
         assertEquals(15L, quota.available()) // the second give-back refunded nothing
         quota.onSuccess() // a success without retry: the refill
@@ -339,7 +431,7 @@ class ApiTest {
         assertEquals(10L, quota.available())
 
         val other = ManualClock()
-        val e = refused<HoldoffException.InvalidConfig> { Policy(Breaker(BreakerConfig(), clock), RetryBudget(BudgetConfig(), other), quota, null) }
+        val e = refused<InvalidConfigException> { Policy(Breaker(BreakerConfig(), clock), RetryBudget(BudgetConfig(), other), quota, null) }
         assertEquals("policy.clock", e.field)
         // Without a manual clock, everything shares the process's monotonic clock.
         val p = Policy(Breaker(BreakerConfig()), RetryBudget(BudgetConfig()))
@@ -424,10 +516,10 @@ class ApiTest {
         p.breaker().acquire().record(Outcome.Failure) // open: next probe at 30 s
         clock.set(30.seconds)
         for ((i, notAStatus) in listOf(70000, -1).withIndex()) {
-            val call = Call()
+            val call = PolicyCall()
             val go = p.beforeAttempt(call) as Before.Go
             assertTrue(go.probe)
-            val e = refused<HoldoffException.InvalidInput> { p.afterResponse(call, go.permit, notAStatus, emptyList()) }
+            val e = refused<InvalidInputException> { p.afterResponse(call, go.permit, notAStatus, emptyList()) }
             assertEquals("status", e.field)
             assertTrue(go.permit.isRecorded()) // recorded as cancelled: the slot is free at once
             val s = p.breaker().snapshot()
@@ -439,7 +531,7 @@ class ApiTest {
             clock.advance(30.seconds) // the window it spent stays spent: the next probe 30 s on
         }
         // A broken status is an answer of sorts: a failure.
-        val call = Call()
+        val call = PolicyCall()
         val go = p.beforeAttempt(call) as Before.Go
         val r = p.afterResponse(call, go.permit, 600, emptyList())
         assertEquals(Outcome.Failure, r.classification.outcome)
@@ -467,6 +559,6 @@ class ApiTest {
         assertEquals(State.CLOSED, b.snapshot().state)
         val p = b.acquire()
         p.recordSuccess()
-        assertThrows<HoldoffException.PermitAlreadyRecorded> { p.recordSuccess() }
+        assertThrows<PermitAlreadyRecordedException> { p.recordSuccess() }
     }
 }

@@ -193,7 +193,7 @@ internal fun runExecute(
                     "capped" to e.capped,
                     "cause" to attached?.let { attemptOf(it) ?: fail("attached $it, which no attempt produced") },
                 )
-            } catch (e: HoldoffException.InvalidInput) {
+            } catch (e: InvalidInputException) {
                 if (e.field != "status") fail("invalid input naming ${e.field}, not status")
                 mapOf("raises" to "invalid_input", "attempts" to starts.size)
             } catch (e: CancellationException) {

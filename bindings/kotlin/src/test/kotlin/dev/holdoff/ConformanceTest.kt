@@ -237,12 +237,11 @@ internal fun ms(d: Duration): Double = d.toDouble(DurationUnit.MILLISECONDS)
 
 internal fun ms(d: Duration?): Double? = d?.let(::ms)
 
+/** The outcomes without data, found by the core's stable names (`Outcome.stableName()`). */
+private val namedOutcomes = listOf(Outcome.Success, Outcome.Answer, Outcome.Failure, Outcome.Timeout, Outcome.Cancelled)
+
 internal fun outcome(v: Any?): Outcome = when (v) {
-    "success" -> Outcome.Success
-    "answer" -> Outcome.Answer
-    "failure" -> Outcome.Failure
-    "timeout" -> Outcome.Timeout
-    "cancelled" -> Outcome.Cancelled
+    is String -> namedOutcomes.firstOrNull { it.stableName() == v } ?: fail("unknown outcome $v")
     is JSONObject -> {
         v.only("outcome", "retry_later_ms")
         Outcome.RetryLater(duration("outcome.retry_later", v.get("retry_later_ms")))
@@ -251,16 +250,16 @@ internal fun outcome(v: Any?): Outcome = when (v) {
 }
 
 private fun decision(d: Decision): MutableMap<String, Any?> = when (d) {
-    Decision.Done -> mutableMapOf("decision" to "done")
+    Decision.Done -> mutableMapOf("decision" to d.stableName())
     is Decision.Retry -> mutableMapOf(
-        "decision" to "retry",
+        "decision" to d.stableName(),
         "delay_ms" to ms(d.delay),
         "source" to d.source.stableName(),
         "server_delay_ms" to ms(d.serverDelay),
         "capped" to d.capped,
     )
     is Decision.GiveUp -> mutableMapOf(
-        "decision" to "give_up",
+        "decision" to d.stableName(),
         "reason" to d.reason.stableName(),
         "server_delay_ms" to ms(d.serverDelay),
     )
@@ -332,7 +331,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
     // does, not on whatever the group holds for its key by then.
     val permits = HashMap<String, Pair<Permit, Breaker>>()
     val calls = HashMap<String, RetryState>()
-    val policyCalls = HashMap<String, Call>()
+    val policyCalls = HashMap<String, PolicyCall>()
     val leases = HashMap<String, QuotaLease>()
     val limits: ExecutionConfig = config.optJSONObject("execute")?.let(::executionConfig) ?: defaultExecutionConfig()
 
@@ -558,20 +557,19 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
             }
             "before" -> {
                 val p = policy ?: fail("the case has no policy")
-                val call = policyCalls.getOrPut(callName) { Call() }
-                when (val b = p.beforeAttempt(call)) {
+                val call = policyCalls.getOrPut(callName) { PolicyCall() }
+                val b = p.beforeAttempt(call)
+                a["action"] = b.stableName()
+                when (b) {
                     is Before.Go -> {
-                        a["action"] = "go"
                         a["episode"] = b.episode
                         a["probe"] = b.probe
                         permits[step.optString("as", "_last")] = b.permit to p.breaker()
                     }
                     is Before.Wait -> {
-                        a["action"] = "wait"
                         a["delay_ms"] = ms(b.delay)
                     }
                     is Before.GiveUp -> {
-                        a["action"] = "give_up"
                         a["reason"] = b.reason.stableName()
                         a["retry_after_ms"] = ms(b.retryAfter)
                     }
@@ -582,7 +580,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 val p = policy ?: fail("the case has no policy")
                 val name = step.optString("permit", "_last")
                 val (permit, _) = permits[name] ?: fail("no permit named \"$name\"")
-                val call = policyCalls.getOrPut(callName) { Call() }
+                val call = policyCalls.getOrPut(callName) { PolicyCall() }
                 try {
                     if (step.has("status")) {
                         val r = p.afterResponse(call, permit, step.status(), headers(step))
@@ -613,7 +611,7 @@ private fun runCase(case: JSONObject, flavour: Flavour?) {
     } catch (e: HoldoffException) {
         if (expectError == null) fail("configuration refused: $e")
         val a = mutableMapOf<String, Any?>("error" to e.code())
-        if (e is HoldoffException.InvalidConfig) a["field"] = e.field
+        if (e is InvalidConfigException) a["field"] = e.field
         check(expectError, a, "error", "field")
         return
     }

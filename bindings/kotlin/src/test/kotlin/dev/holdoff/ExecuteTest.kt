@@ -216,7 +216,7 @@ class ExecuteTest {
     fun `a value that is not a status is InvalidInput naming status, and the attempt moves nothing`() = runTest {
         val clock = ManualClock()
         val p = policy(clock, breaker = trip1)
-        val e = assertThrows<HoldoffException.InvalidInput> { p.http(clock, this) { Resp(1000) } }
+        val e = assertThrows<InvalidInputException> { p.http(clock, this) { Resp(1000) } }
         assertEquals("status", e.field)
         assertEquals("invalid_input", e.code())
         assertEquals(0L, p.breaker().snapshot().failures)
@@ -319,7 +319,7 @@ class ExecuteTest {
             Triple("execute.total_timeout", null, (-1).seconds),
             Triple("execute.total_timeout", null, Duration.ZERO),
         )) {
-            val e = assertThrows<HoldoffException.InvalidConfig> {
+            val e = assertThrows<InvalidConfigException> {
                 p.execute(attemptTimeout = attempt, totalTimeout = total) { ran = true }
             }
             assertEquals(field, e.field, "$attempt / $total")
@@ -378,7 +378,7 @@ class ExecuteTest {
         assertEquals(State.HALF_OPEN, p.breaker().snapshot().state) // the call was the first probe
         // A negative delay is the caller's error, named; the attempt is recorded as cancelled.
         val fresh = policy(clock, breaker = trip1)
-        val bad = assertThrows<HoldoffException.InvalidInput> { fresh.execute { throw RetryLaterException((-1).seconds) } }
+        val bad = assertThrows<InvalidInputException> { fresh.execute { throw RetryLaterException((-1).seconds) } }
         assertEquals("outcome.retry_later", bad.field)
         assertEquals(State.CLOSED, fresh.breaker().snapshot().state)
         assertEquals(0L, fresh.breaker().snapshot().failures)
