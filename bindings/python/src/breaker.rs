@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use holdoff as hc;
+use holdoff::interop::Coded;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -27,7 +28,7 @@ fn fmt_opt(v: Option<f64>) -> String {
 /// Exponential backoff: `min(initial * multiplier**n, max)`, then minus up to `jitter` of it
 /// (seeded, whole milliseconds). Durations in seconds (float or timedelta).
 ///
-/// Raises `InvalidConfig` (`ValueError`) naming the field (`backoff.initial`,
+/// Raises `InvalidConfigError` (`ValueError`) naming the field (`backoff.initial`,
 /// `backoff.multiplier`, `backoff.max`, `backoff.jitter`) and `ConfigTypeError` for wrong types.
 /// `max=None` means `initial` (a constant interval when `multiplier == 1`).
 #[pyclass(frozen, module = "holdoff._holdoff")]
@@ -174,8 +175,6 @@ fn validate_trip(py: Python<'_>, trip: hc::TripPolicy) -> PyResult<hc::TripPolic
     Ok(trip)
 }
 
-const MAX_THRESHOLD: i64 = hc::trip::MAX_THRESHOLD as i64;
-
 /// Trip after `threshold` consecutive failures (the default, 5). Needs no clock: the closed
 /// path stays lock-free.
 #[pyclass(frozen, module = "holdoff._holdoff")]
@@ -189,7 +188,7 @@ impl ConsecutiveFailures {
     #[pyo3(signature = (threshold = None))]
     fn new(py: Python<'_>, threshold: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let threshold = match threshold {
-            Some(t) => convert::count(t, "breaker.trip.threshold", 1, MAX_THRESHOLD)?,
+            Some(t) => convert::whole(t, "breaker.trip.threshold")?,
             None => 5,
         };
         Ok(ConsecutiveFailures {
@@ -221,7 +220,7 @@ pub struct FailuresInWindow {
 impl FailuresInWindow {
     #[new]
     fn new(py: Python<'_>, threshold: &Bound<'_, PyAny>, window: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let threshold = convert::count(threshold, "breaker.trip.threshold", 1, MAX_THRESHOLD)?;
+        let threshold = convert::whole(threshold, "breaker.trip.threshold")?;
         let window = convert::duration(window, "breaker.trip.window")?;
         Ok(FailuresInWindow {
             inner: validate_trip(py, hc::TripPolicy::FailuresInWindow { threshold, window })?,
@@ -272,10 +271,10 @@ impl FailureRate {
         buckets: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let threshold = convert::finite(threshold, "breaker.trip.threshold")?;
-        let min_calls = convert::count(min_calls, "breaker.trip.min_calls", 1, MAX_THRESHOLD)?;
+        let min_calls = convert::whole(min_calls, "breaker.trip.min_calls")?;
         let window = convert::duration(window, "breaker.trip.window")?;
         let buckets = match buckets {
-            Some(b) => convert::count(b, "breaker.trip.buckets", 1, 1000)?,
+            Some(b) => convert::whole(b, "breaker.trip.buckets")?,
             None => 10,
         };
         Ok(FailureRate {
@@ -401,7 +400,7 @@ impl Outcome {
     /// `"success"`, `"answer"`, `"failure"`, `"timeout"`, `"retry_later"` or `"cancelled"`.
     #[getter]
     fn name(&self) -> &'static str {
-        self.inner.name()
+        hc::interop::OutcomeKind::of(&self.inner).name()
     }
 
     /// The retry-later delay in seconds, else `None`.
@@ -427,7 +426,10 @@ impl Outcome {
     fn __repr__(&self) -> String {
         match self.inner {
             hc::Outcome::RetryLater(d) => format!("Outcome.retry_later({:?})", secs_out(d)),
-            o => format!("Outcome.{}", o.name().to_uppercase()),
+            o => format!(
+                "Outcome.{}",
+                hc::interop::OutcomeKind::of(&o).name().to_uppercase()
+            ),
         }
     }
 }
@@ -438,13 +440,12 @@ pub(crate) fn outcome_arg(obj: &Bound<'_, PyAny>) -> PyResult<hc::Outcome> {
         return Ok(o.get().inner);
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(match &*s.to_cow()? {
-            "success" => hc::Outcome::Success,
-            "answer" => hc::Outcome::Answer,
-            "failure" => hc::Outcome::Failure,
-            "timeout" => hc::Outcome::Timeout,
-            "cancelled" => hc::Outcome::Cancelled,
-            other => {
+        let name = s.to_cow()?;
+        return Ok(match hc::interop::OutcomeKind::from_name(&name) {
+            // A retry-later needs its delay: only `Outcome.retry_later(delay)` gives one.
+            Some(k) if k != hc::interop::OutcomeKind::RetryLater => k.outcome(Duration::ZERO),
+            _ => {
+                let other = &*name;
                 return Err(convert::input_type_error(
                     obj.py(),
                     "outcome",
@@ -452,7 +453,7 @@ pub(crate) fn outcome_arg(obj: &Bound<'_, PyAny>) -> PyResult<hc::Outcome> {
                         "unknown outcome {other:?} (success, answer, failure, timeout, cancelled; \
                          Outcome.retry_later(delay) for a delay)"
                     ),
-                ))
+                ));
             }
         });
     }
@@ -475,7 +476,7 @@ pub(crate) fn outcome_arg(obj: &Bound<'_, PyAny>) -> PyResult<hc::Outcome> {
 /// holds its slot until the probe timeout.
 #[pyclass(frozen, freelist = 64, module = "holdoff._holdoff")]
 pub struct Permit {
-    pub(crate) slot: hc::PermitSlot,
+    pub(crate) slot: hc::interop::PermitSlot,
 }
 
 #[pymethods]
@@ -745,7 +746,6 @@ pub(crate) fn breaker_config(
     py: Python<'_>,
 ) -> PyResult<hc::BreakerConfig> {
     let mut c = hc::BreakerConfig::default();
-    let probes = i64::from(hc::breaker::MAX_PROBES);
     if let Some(t) = trip.filter(|o| !o.is_none()) {
         c.trip = trip_arg(t)?;
     }
@@ -763,10 +763,10 @@ pub(crate) fn breaker_config(
             .inner;
     }
     if let Some(v) = recoveries {
-        c.recoveries = convert::count(v, "breaker.recoveries", 1, probes)?;
+        c.recoveries = convert::whole(v, "breaker.recoveries")?;
     }
     if let Some(v) = max_probes_in_flight {
-        c.max_probes_in_flight = convert::count(v, "breaker.max_probes_in_flight", 1, probes)?;
+        c.max_probes_in_flight = convert::whole(v, "breaker.max_probes_in_flight")?;
     }
     c.probe_timeout = convert::opt_duration(probe_timeout, "breaker.probe_timeout")?;
     if let Some(v) = max_retry_later {
@@ -787,7 +787,7 @@ type ListenerCell = Arc<Mutex<Option<Py<PyAny>>>>;
 /// `ConsecutiveFailures(5)`), `open_interval` (a `Backoff`, default 30 s doubling to 300 s),
 /// `recoveries` (3), `max_probes_in_flight` (1), `probe_timeout` (None: the open interval),
 /// `max_retry_later` (300 s), `seed` (0), `clock` (a `ManualClock`/`SystemClock`).
-/// Raises `InvalidConfig`/`ConfigTypeError` naming the field.
+/// Raises `InvalidConfigError`/`ConfigTypeError` naming the field.
 #[pyclass(frozen, weakref, module = "holdoff._holdoff")]
 pub struct Breaker {
     pub(crate) inner: Arc<hc::Breaker>,
@@ -836,13 +836,13 @@ impl Breaker {
         Ok(Breaker::wrap(Arc::new(inner)))
     }
 
-    /// Asks to make a call: returns a `Permit`, or raises `BreakerOpen` (with `retry_after`
+    /// Asks to make a call: returns a `Permit`, or raises `BreakerOpenError` (with `retry_after`
     /// seconds, `None` while forced open). Admission is the only act: there is no separate
     /// "ready?" check that could spend a probe. Reads no clock while closed.
     fn allow(&self, py: Python<'_>) -> PyResult<Permit> {
         match self.inner.allow() {
             Ok(p) => Ok(Permit {
-                slot: hc::PermitSlot::new(p),
+                slot: hc::interop::PermitSlot::new(p),
             }),
             Err(r) => Err(convert::breaker_open(py, r)),
         }
@@ -997,7 +997,7 @@ impl GroupSnapshot {
 
 /// Breakers keyed by upstream (host, registry, provider, tenant), made lazily from one template
 /// (the same keyword arguments as `Breaker`) and bounded by `max_keys` (default 10 000,
-/// 1..100 000 000; `InvalidConfig` naming `group.max_keys`). Each key's breaker gets the
+/// 1..100 000 000; `InvalidConfigError` naming `group.max_keys`). Each key's breaker gets the
 /// template's seed mixed with the key, so a fleet of breakers does not probe in lockstep.
 ///
 /// A new key at a full group evicts the least recently used idle breaker (closed, no failure

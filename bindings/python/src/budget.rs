@@ -3,6 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use holdoff as hc;
+use holdoff::interop::Coded;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 
@@ -187,7 +188,7 @@ impl Decision {
 /// `give_up_above_cap` (False: a longer Retry-After waits the cap, `capped=True`; True: give up
 /// at once with reason `"retry_after_above_cap"` and the server's delay), `max_retries` (10,
 /// counted path), `backoff` (a `Backoff`, default 0.5 s doubling to 60 s),
-/// `max_backoff_duration` (43200), `seed` (0), `clock`. Raises `InvalidConfig` /
+/// `max_backoff_duration` (43200), `seed` (0), `clock`. Raises `InvalidConfigError` /
 /// `ConfigTypeError` naming the field (`budget.give_up_above_cap` must be a bool).
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct RetryBudget {
@@ -223,7 +224,7 @@ impl RetryBudget {
             c.give_up_above_cap = convert::flag(v, "budget.give_up_above_cap")?;
         }
         if let Some(v) = max_retries {
-            c.max_retries = convert::count(v, "budget.max_retries", 0, 1_000_000)?;
+            c.max_retries = convert::whole(v, "budget.max_retries")?;
         }
         if let Some(b) = backoff.filter(|o| !o.is_none()) {
             c.backoff = b
@@ -293,7 +294,7 @@ impl RetryBudget {
 /// quota that issued it (the core's `LeaseSlot`: it carries the issuing quota's identity).
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct QuotaLease {
-    slot: hc::LeaseSlot,
+    slot: hc::interop::LeaseSlot,
 }
 
 #[pymethods]
@@ -341,16 +342,16 @@ impl RetryQuota {
     ) -> PyResult<Self> {
         let mut c = hc::QuotaConfig::default();
         if let Some(v) = capacity {
-            c.capacity = convert::tokens(v, "quota.capacity")?;
+            c.capacity = convert::whole_u64(v, "quota.capacity")?;
         }
         if let Some(v) = retry_cost {
-            c.retry_cost = convert::tokens(v, "quota.retry_cost")?;
+            c.retry_cost = convert::whole_u64(v, "quota.retry_cost")?;
         }
         if let Some(v) = timeout_cost {
-            c.timeout_cost = convert::tokens(v, "quota.timeout_cost")?;
+            c.timeout_cost = convert::whole_u64(v, "quota.timeout_cost")?;
         }
         if let Some(v) = success_refill {
-            c.success_refill = convert::tokens(v, "quota.success_refill")?;
+            c.success_refill = convert::whole_u64(v, "quota.success_refill")?;
         }
         let inner = hc::RetryQuota::new(c).map_err(|e| convert::config_error(py, e))?;
         Ok(RetryQuota {
@@ -358,14 +359,14 @@ impl RetryQuota {
         })
     }
 
-    /// Takes the cost of one retry (`timeout=True`: the timeout cost). Raises `QuotaEmpty`
+    /// Takes the cost of one retry (`timeout=True`: the timeout cost). Raises `QuotaEmptyError`
     /// (with `available` and `cost`) when the bucket cannot pay.
     #[pyo3(signature = (timeout = false))]
     fn acquire(&self, py: Python<'_>, timeout: bool) -> PyResult<QuotaLease> {
         self.inner
             .acquire(timeout)
             .map(|lease| QuotaLease {
-                slot: hc::LeaseSlot::new(lease),
+                slot: hc::interop::LeaseSlot::new(lease),
             })
             .map_err(|e| convert::quota_empty(py, e))
     }

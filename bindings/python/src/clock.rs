@@ -70,8 +70,8 @@ impl ManualClock {
         })
     }
 
-    /// Moves the clock to `t` seconds since its origin. Raises `ClockBackwards` (a
-    /// `ValueError`) if `t` is earlier than now, `InvalidInput`/`InputTypeError` for a bad
+    /// Moves the clock to `t` seconds since its origin. Raises `ClockBackwardsError` (a
+    /// `ValueError`) if `t` is earlier than now, `InvalidInputError`/`InputTypeError` for a bad
     /// number.
     fn set(&self, py: Python<'_>, t: &Bound<'_, PyAny>) -> PyResult<()> {
         let d = convert::duration_arg(t, "t")?;

@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use holdoff as hc;
+use holdoff::interop::Coded;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -20,14 +21,14 @@ macro_rules! error_class {
     };
 }
 
-error_class!(invalid_config_cls, "InvalidConfig");
+error_class!(invalid_config_cls, "InvalidConfigError");
 error_class!(config_type_cls, "ConfigTypeError");
-error_class!(invalid_input_cls, "InvalidInput");
+error_class!(invalid_input_cls, "InvalidInputError");
 error_class!(input_type_cls, "InputTypeError");
-error_class!(clock_backwards_cls, "ClockBackwards");
+error_class!(clock_backwards_cls, "ClockBackwardsError");
 error_class!(permit_error_cls, "PermitError");
-error_class!(breaker_open_cls, "BreakerOpen");
-error_class!(quota_empty_cls, "QuotaEmpty");
+error_class!(breaker_open_cls, "BreakerOpenError");
+error_class!(quota_empty_cls, "QuotaEmptyError");
 
 fn raise<'py>(cls: PyResult<&Bound<'py, PyType>>, args: impl pyo3::call::PyCallArgs<'py>) -> PyErr {
     match cls.and_then(|c| c.call1(args)) {
@@ -36,7 +37,7 @@ fn raise<'py>(cls: PyResult<&Bound<'py, PyType>>, args: impl pyo3::call::PyCallA
     }
 }
 
-/// `holdoff.InvalidConfig` (a `ValueError`) naming the field and the rule.
+/// `holdoff.InvalidConfigError` (a `ValueError`) naming the field and the rule.
 pub(crate) fn config_error(py: Python<'_>, e: hc::ConfigError) -> PyErr {
     raise(invalid_config_cls(py), (e.field, e.rule))
 }
@@ -46,7 +47,7 @@ pub(crate) fn type_error(py: Python<'_>, field: &str, rule: String) -> PyErr {
     raise(config_type_cls(py), (field.to_owned(), rule))
 }
 
-/// `holdoff.InvalidInput` (a `ValueError`).
+/// `holdoff.InvalidInputError` (a `ValueError`).
 pub(crate) fn input_error(py: Python<'_>, e: hc::InputError) -> PyErr {
     raise(invalid_input_cls(py), (e.field, e.rule))
 }
@@ -58,8 +59,8 @@ pub(crate) fn input_type_error(py: Python<'_>, field: &str, rule: String) -> PyE
 }
 
 /// An operation's argument (not configuration): the conversions above are shared with the
-/// configuration paths and raise `InvalidConfig` / `ConfigTypeError`; an argument's error is
-/// `InvalidInput` / `InputTypeError` (code `invalid_input`, as in Node), with the same field and
+/// configuration paths and raise `InvalidConfigError` / `ConfigTypeError`; an argument's error is
+/// `InvalidInputError` / `InputTypeError` (code `invalid_input`, as in Node), with the same field and
 /// rule. Other errors pass through.
 pub(crate) fn as_input(py: Python<'_>, e: PyErr) -> PyErr {
     let v = e.value(py);
@@ -76,7 +77,7 @@ pub(crate) fn as_input(py: Python<'_>, e: PyErr) -> PyErr {
     }
 }
 
-/// `duration` for an operation's argument (`InvalidInput` / `InputTypeError`).
+/// `duration` for an operation's argument (`InvalidInputError` / `InputTypeError`).
 pub(crate) fn duration_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Duration> {
     duration(obj, field).map_err(|e| as_input(obj.py(), e))
 }
@@ -86,7 +87,7 @@ pub(crate) fn int_arg(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
     int(obj, field).map_err(|e| as_input(obj.py(), e))
 }
 
-/// `wall_time` for an operation's argument (`InvalidInput` / `InputTypeError`).
+/// `wall_time` for an operation's argument (`InvalidInputError` / `InputTypeError`).
 pub(crate) fn wall_time_arg(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult<SystemTime> {
     wall_time(obj, field).map_err(|e| match obj {
         Some(o) => as_input(o.py(), e),
@@ -94,7 +95,7 @@ pub(crate) fn wall_time_arg(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyRe
     })
 }
 
-/// `holdoff.ClockBackwards` (a `ValueError`).
+/// `holdoff.ClockBackwardsError` (a `ValueError`).
 pub(crate) fn clock_error(py: Python<'_>, e: hc::ClockError) -> PyErr {
     let hc::ClockError::Backwards {
         now_nanos,
@@ -108,7 +109,10 @@ pub(crate) fn clock_error(py: Python<'_>, e: hc::ClockError) -> PyErr {
 
 /// `holdoff.PermitError` with the stable name as `code`.
 pub(crate) fn permit_error(py: Python<'_>, e: hc::PermitError) -> PyErr {
-    raise(permit_error_cls(py), (hc::HoldoffError::from(e).name(),))
+    raise(
+        permit_error_cls(py),
+        (hc::interop::ErrorKind::of(&hc::HoldoffError::from(e)).name(),),
+    )
 }
 
 /// `holdoff.PermitError` for a quota lease: the core's stable name as `code`, with words about
@@ -120,11 +124,14 @@ pub(crate) fn lease_error(py: Python<'_>, e: hc::PermitError) -> PyErr {
     };
     raise(
         permit_error_cls(py),
-        (hc::HoldoffError::from(e).name(), message.to_owned()),
+        (
+            hc::interop::ErrorKind::of(&hc::HoldoffError::from(e)).name(),
+            message.to_owned(),
+        ),
     )
 }
 
-/// `holdoff.BreakerOpen` for a refusal.
+/// `holdoff.BreakerOpenError` for a refusal.
 pub(crate) fn breaker_open(py: Python<'_>, r: hc::Refusal) -> PyErr {
     raise(
         breaker_open_cls(py),
@@ -132,7 +139,7 @@ pub(crate) fn breaker_open(py: Python<'_>, r: hc::Refusal) -> PyErr {
     )
 }
 
-/// `holdoff.QuotaEmpty`.
+/// `holdoff.QuotaEmptyError`.
 pub(crate) fn quota_empty(py: Python<'_>, e: hc::QuotaEmpty) -> PyErr {
     raise(quota_empty_cls(py), (e.available, e.cost))
 }
@@ -203,7 +210,7 @@ pub(crate) fn duration(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Duration
         let seconds: i64 = obj.getattr("seconds")?.extract()?;
         let micros: i64 = obj.getattr("microseconds")?.extract()?;
         let total = i128::from(days) * 86_400_000_000 + i128::from(seconds) * 1_000_000 + i128::from(micros);
-        if total >= 0 && total / 1000 <= i128::from(hc::units::MAX_MILLIS) {
+        if total >= 0 && total / 1000 <= i128::from(hc::interop::units::MAX_MILLIS) {
             return Ok(Duration::from_micros(total as u64));
         }
         // Out of range: the core's rule names the field and says why.
@@ -211,7 +218,7 @@ pub(crate) fn duration(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<Duration
     } else {
         real(obj, field, "a number of seconds or a datetime.timedelta")?
     };
-    hc::units::from_secs_f64(field, secs).map_err(|e| config_error(py, e))
+    hc::interop::units::from_secs_f64(field, secs).map_err(|e| config_error(py, e))
 }
 
 /// `duration`, with `None` meaning "not set".
@@ -226,14 +233,20 @@ pub(crate) fn opt_duration(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyRes
 /// A finite float (rates, multipliers, jitter), by `units::finite`.
 pub(crate) fn finite(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<f64> {
     let v = real(obj, field, "a number")?;
-    hc::units::finite(field, v).map_err(|e| config_error(obj.py(), e))
+    hc::interop::units::finite(field, v).map_err(|e| config_error(obj.py(), e))
 }
 
-/// A whole count in `min..=max`, by `units::count`. Floats and bools are type errors; huge ints
-/// are out of range.
-pub(crate) fn count(obj: &Bound<'_, PyAny>, field: &str, min: i64, max: i64) -> PyResult<u32> {
+/// A whole count, by `units::whole`: floats and bools are type errors, negative and huge ints
+/// are refused there; the range is the core configuration's rule, checked when it is built.
+pub(crate) fn whole(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u32> {
     let v = int(obj, field)?;
-    hc::units::count(field, v, min, max).map_err(|e| config_error(obj.py(), e))
+    hc::interop::units::whole(field, v).map_err(|e| config_error(obj.py(), e))
+}
+
+/// A whole number of tokens, by `units::whole_u64` (the quota's rules check the range).
+pub(crate) fn whole_u64(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u64> {
+    let v = int(obj, field)?;
+    hc::interop::units::whole_u64(field, v).map_err(|e| config_error(obj.py(), e))
 }
 
 /// A bool option (`True`/`False` only: an int or a string is a `ConfigTypeError`, never read as
@@ -262,21 +275,6 @@ pub(crate) fn int(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<i64> {
         Ok(v) => Ok(v),
         Err(_) => Ok(if obj.lt(0)? { i64::MIN } else { i64::MAX }),
     }
-}
-
-/// A whole number of tokens in `0..=10^9` (quota figures; the quota's rules check the rest).
-pub(crate) fn tokens(obj: &Bound<'_, PyAny>, field: &str) -> PyResult<u64> {
-    let v = int(obj, field)?;
-    if !(0..=1_000_000_000).contains(&v) {
-        return Err(config_error(
-            obj.py(),
-            hc::ConfigError {
-                field: field.to_owned(),
-                rule: "must be between 0 and 1000000000".to_owned(),
-            },
-        ));
-    }
-    Ok(v as u64)
 }
 
 /// A PRNG seed: an int in `0..2^64`.
@@ -350,7 +348,7 @@ pub(crate) fn wall_time(obj: Option<&Bound<'_, PyAny>>, field: &str) -> PyResult
     } else {
         real(obj, field, "Unix seconds, an aware datetime or a holdoff clock")?
     };
-    let d = hc::units::from_secs_f64(field, secs).map_err(|e| config_error(py, e))?;
+    let d = hc::interop::units::from_secs_f64(field, secs).map_err(|e| config_error(py, e))?;
     Ok(UNIX_EPOCH + d)
 }
 

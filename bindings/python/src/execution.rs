@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use holdoff as hc;
+use holdoff::interop::Coded;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -172,7 +173,7 @@ impl Verdict {
     }
 
     fn __repr__(&self) -> String {
-        let kind = self.inner.name();
+        let kind = hc::interop::VerdictKind::of(&self.inner).name();
         match self.inner {
             hc::Verdict::BreakerOpen {
                 attempts,
@@ -230,11 +231,11 @@ fn limit(arg: &LimitArg<'_>, default: Option<Duration>, field: &str) -> PyResult
 ///
 /// `attempt_timeout` (seconds, float or timedelta; default `None`: no limit) bounds each
 /// attempt, `total_timeout` (default 60 s; `None`: only the budget bounds the call) the whole
-/// call, waits included; a limit must be greater than 0 (`InvalidConfig` naming
+/// call, waits included; a limit must be greater than 0 (`InvalidConfigError` naming
 /// `execute.attempt_timeout` / `execute.total_timeout`). A step out of order raises
-/// `InvalidInput` naming `execution`. One caller drives an execution, one step at a time: a
+/// `InvalidInputError` naming `execution`. One caller drives an execution, one step at a time: a
 /// step taken while another runs (from a breaker's state-change callback, or another thread)
-/// raises `InvalidInput` naming `execution` and changes nothing; the getters meanwhile show the
+/// raises `InvalidInputError` naming `execution` and changes nothing; the getters meanwhile show the
 /// execution as it was when the running step began. An execution dropped during an attempt
 /// records it as cancelled, so a probe is never held by a lost call.
 #[pyclass(frozen, module = "holdoff._holdoff")]
@@ -323,7 +324,7 @@ impl Execution {
     }
 
     /// Runs one step on the core's execution with the lock released, then puts it back (also
-    /// when the step panics). A step while another runs is refused: `InvalidInput` naming
+    /// when the step panics). A step while another runs is refused: `InvalidInputError` naming
     /// `execution`, nothing changed.
     fn with_inner<R>(
         &self,
@@ -469,7 +470,7 @@ impl Execution {
     /// breaker records the attempt as a timeout; so does an outcome `CANCELLED`) or `"bug"` (a
     /// programming error: recorded as cancelled, moves nothing, the call ends with `rethrow`).
     /// Returns the `WaitPlan` before the next attempt or the `Verdict`. Arguments are checked
-    /// before the attempt is touched (`InputTypeError` / `InvalidInput`).
+    /// before the attempt is touched (`InputTypeError` / `InvalidInputError`).
     #[pyo3(signature = (attempted, outcome = None))]
     fn complete(
         &self,
@@ -487,7 +488,7 @@ impl Execution {
     /// Reports an HTTP response: the policy's classifier reads (status, headers) at this one
     /// clock reading (Retry-After and the other delay headers honoured). A status outside
     /// 100..599 is a broken upstream (a failure). A value that is not a status (outside 0..999)
-    /// raises `InvalidInput` naming `status`: the attempt is recorded as cancelled and the
+    /// raises `InvalidInputError` naming `status`: the attempt is recorded as cancelled and the
     /// call is over (its verdict `invalid_input`). A status that is not an int or headers that
     /// cannot be read raise `InputTypeError` before the attempt is touched.
     #[pyo3(signature = (status, headers = None))]
@@ -566,8 +567,10 @@ impl Execution {
         format!(
             "Execution(attempts={}, verdict={})",
             s.attempts,
-            s.verdict
-                .map_or_else(|| "None".to_owned(), |v| format!("'{}'", v.name()))
+            s.verdict.map_or_else(
+                || "None".to_owned(),
+                |v| format!("'{}'", hc::interop::VerdictKind::of(&v).name())
+            )
         )
     }
 }

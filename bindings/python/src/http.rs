@@ -1,6 +1,7 @@
 //! Retry-After parsing (RFC 9110 §10.2.3) and the HTTP classifier.
 
 use holdoff as hc;
+use holdoff::interop::Coded;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -198,14 +199,14 @@ impl Classification {
 }
 
 /// The caller's status as a wide integer, for the core's `check_status` (which refuses a value
-/// outside 0..=999 with `InvalidInput` naming `status`). An int beyond the i64 range saturates,
+/// outside 0..=999 with `InvalidInputError` naming `status`). An int beyond the i64 range saturates,
 /// so it is refused by the same rule; a non-int is `InputTypeError`.
 pub(crate) fn status_int(obj: &Bound<'_, PyAny>) -> PyResult<i64> {
     convert::int_arg(obj, "status")
 }
 
 /// A status checked by the core: 0..=999 (outside 100..=599 it is a broken upstream, classified
-/// as a failure), else `InvalidInput` naming `status`.
+/// as a failure), else `InvalidInputError` naming `status`.
 pub(crate) fn status_arg(obj: &Bound<'_, PyAny>) -> PyResult<u16> {
     hc::check_status(status_int(obj)?).map_err(|e| convert::input_error(obj.py(), e))
 }
@@ -251,7 +252,7 @@ impl Classifier {
     }
 
     /// Classifies a response. `status` is an int: 0..999 classifies (outside 100..599 as a
-    /// failure); any other int raises `InvalidInput` (a `ValueError`, field `status`), a non-int
+    /// failure); any other int raises `InvalidInputError` (a `ValueError`, field `status`), a non-int
     /// `InputTypeError`. `now` is the wall time for HTTP-dates (see `parse_retry_after`).
     #[pyo3(signature = (status, headers = None, now = None))]
     fn classify(

@@ -5,6 +5,7 @@
 use std::sync::Mutex;
 
 use holdoff as hc;
+use holdoff::interop::Coded;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::PyTraverseError;
@@ -18,11 +19,11 @@ use crate::http::{self, Classification, Classifier};
 ///
 /// The core's state is taken out of the lock for the length of one policy operation and put
 /// back after it, so no lock is held while the core runs: the breaker's state-change callback
-/// (Python code, called from inside the operation) may read this `Call` without deadlocking,
-/// and sees its figures as they were when the operation started. Using one `Call` in two
+/// (Python code, called from inside the operation) may read this `PolicyCall` without deadlocking,
+/// and sees its figures as they were when the operation started. Using one `PolicyCall` in two
 /// operations at once (from the callback, or from two threads) raises `RuntimeError` instead of
 /// losing one of the updates.
-#[pyclass(frozen, freelist = 64, module = "holdoff._holdoff")]
+#[pyclass(frozen, freelist = 64, module = "holdoff._holdoff", name = "PolicyCall")]
 pub struct Call {
     inner: Mutex<CallCell>,
 }
@@ -63,8 +64,8 @@ impl Call {
             let mut c = self.cell();
             let Some(state) = c.state.take() else {
                 return Err(pyo3::exceptions::PyRuntimeError::new_err(
-                    "this Call is in use by another policy operation (a state-change callback, \
-                     or another thread): use one Call per logical call",
+                    "this PolicyCall is in use by another policy operation (a state-change callback, \
+                     or another thread): use one PolicyCall per logical call",
                 ));
             };
             c.figures = (state.attempts(), state.retry_state().retries());
@@ -104,7 +105,7 @@ impl Call {
 
     fn __repr__(&self) -> String {
         let (a, r) = self.figures();
-        format!("Call(attempts={a}, retries={r})")
+        format!("PolicyCall(attempts={a}, retries={r})")
     }
 }
 
@@ -146,7 +147,7 @@ impl Stop {
 }
 
 /// One upstream's breaker, retry budget and optional quota (and HTTP classifier). The breaker
-/// and the budget must share one clock (`InvalidConfig` naming `policy.clock` otherwise).
+/// and the budget must share one clock (`InvalidConfigError` naming `policy.clock` otherwise).
 #[pyclass(frozen, subclass, weakref, module = "holdoff._holdoff")]
 pub struct Policy {
     inner: std::sync::Arc<hc::Policy>,
@@ -208,7 +209,7 @@ impl Policy {
             hc::Before::Go(p) => Py::new(
                 py,
                 Permit {
-                    slot: hc::PermitSlot::new(p),
+                    slot: hc::interop::PermitSlot::new(p),
                 },
             )?
             .into_any(),
@@ -249,7 +250,7 @@ impl Policy {
     /// `after_attempt` for an HTTP response: classifies (status, headers) with the policy's
     /// classifier at the decision's one clock reading, then decides. Returns
     /// `(Decision, Classification)`. A status outside 100..599 (0..999) is a broken upstream,
-    /// recorded as a failure. Any other int raises `InvalidInput` (field `status`) and the permit
+    /// recorded as a failure. Any other int raises `InvalidInputError` (field `status`) and the permit
     /// is recorded as cancelled (a probe frees its slot; its window stays spent); a non-int
     /// raises `InputTypeError` and leaves the permit unused.
     #[pyo3(signature = (call, permit, status, headers = None))]

@@ -28,24 +28,33 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable
 
 import holdoff
 
 FLAVOURS = ("sync plain", "async plain", "sync http", "async http")
 ATTEMPT_KEYS = ["at", "probe", "outcome"]
 WAIT_KEYS = ["delay_ms", "source", "capped", "server_delay_ms"]
-RESULT_KEYS = ["returns", "raises", "reason", "attempts", "attempt", "retry_after_ms",
-               "server_delay_ms", "capped", "cause"]
+RESULT_KEYS = [
+    "returns",
+    "raises",
+    "reason",
+    "attempts",
+    "attempt",
+    "retry_after_ms",
+    "server_delay_ms",
+    "capped",
+    "cause",
+]
 SCRIPT_KEYS = {"takes_ms", "returns", "response", "raises", "hits_deadline", "cancelled"}
 WATCHDOG_S = 60.0  # wall clock: only turns a hang into a failure
 
 
-class CaseFailure(AssertionError):
+class CaseFailedError(AssertionError):
     pass
 
 
-class RunnerAnswer(Exception):
+class RunnerAnswerError(Exception):
     """The runner's own error type, which its classifier calls an answer."""
 
 
@@ -60,7 +69,7 @@ class Value:
         return f"Value({self.attempt}, {self.outcome!r})"
 
 
-def flavours(case: Dict[str, Any]) -> List[str]:
+def flavours(case: dict[str, Any]) -> list[str]:
     returns = responds = False
     for step in case.get("steps", []):
         if step.get("op") == "execute":
@@ -73,15 +82,17 @@ def flavours(case: Dict[str, Any]) -> List[str]:
     return list(FLAVOURS)
 
 
-def has(step: Dict[str, Any], key: str) -> bool:
+def has(step: dict[str, Any], key: str) -> bool:
     return any(key in item for item in step.get("script", []))
 
 
-def ms(s: Optional[float]) -> Optional[float]:
+def ms(s: float | None) -> float | None:
+    """Float seconds back to milliseconds (the core's figures are whole milliseconds)."""
     return None if s is None else round(s * 1000, 6)
 
 
 def outcome_of(v: Any) -> holdoff.Outcome:
+    """A case's outcome (its name, or ``{"retry_later_ms": n}``) as a ``holdoff.Outcome``."""
     if isinstance(v, str):
         return {
             "success": holdoff.Outcome.SUCCESS,
@@ -94,7 +105,7 @@ def outcome_of(v: Any) -> holdoff.Outcome:
 
 
 def classify_answer(exc: BaseException) -> Any:
-    if isinstance(exc, RunnerAnswer):
+    if isinstance(exc, RunnerAnswerError):
         return holdoff.Outcome.ANSWER
     return holdoff.classify_exception(exc)
 
@@ -102,39 +113,47 @@ def classify_answer(exc: BaseException) -> Any:
 class Run:
     """One execute step in one flavour: the operation, the sleepers and the hooks."""
 
-    def __init__(self, policy: holdoff.Policy, clock: holdoff.ManualClock, limits: Dict[str, Any],
-                 step: Dict[str, Any], flavour: str) -> None:
+    def __init__(
+        self,
+        policy: holdoff.Policy,
+        clock: holdoff.ManualClock,
+        limits: dict[str, Any],
+        step: dict[str, Any],
+        flavour: str,
+    ) -> None:
         self.policy = policy
         self.clock = clock
         self.limits = limits
-        self.script: List[Dict[str, Any]] = step.get("script", [])
+        self.script: list[dict[str, Any]] = step.get("script", [])
         if not isinstance(self.script, list):
-            raise CaseFailure("execute needs a script")
+            raise CaseFailedError("execute needs a script")
         for item in self.script:
             unknown = set(item) - SCRIPT_KEYS
             if unknown:
-                raise CaseFailure(f"unknown script keys {sorted(unknown)}")
+                raise CaseFailedError(f"unknown script keys {sorted(unknown)}")
         self.cancel_in_wait = step.get("cancel_in_wait")
         self.is_async = flavour.startswith("async")
         self.http = flavour.endswith("http") and not has(step, "returns")
-        self.attempts: List[Dict[str, Any]] = []
-        self.waits: List[Dict[str, Any]] = []
-        self.errors: List[Optional[BaseException]] = []  # what attempt i raised
-        self.values: List[Any] = []  # what attempt i returned
-        self.problems: List[str] = []  # found where raising would be lost (a timer task)
+        self.attempts: list[dict[str, Any]] = []
+        self.waits: list[dict[str, Any]] = []
+        self.errors: list[BaseException | None] = []  # what attempt i raised
+        self.values: list[Any] = []  # what attempt i returned
+        self.problems: list[str] = []  # found where raising would be lost (a timer task)
         self.wait_pending = False
-        self.hung: Optional[asyncio.Event] = None
+        self.hung: asyncio.Event | None = None
         self.hang_ms = 0
 
     # -- hooks ---------------------------------------------------------------------------------
 
     def before_sleep(self, w: holdoff.WaitPlan) -> None:
-        self.waits.append({
-            "delay_ms": ms(w.delay),
-            "source": w.source,
-            "capped": w.capped,
-            "server_delay_ms": ms(w.server_delay),
-        })
+        self.waits.append(
+            {
+                "delay_ms": ms(w.delay),
+                "source": w.source,
+                "capped": w.capped,
+                "server_delay_ms": ms(w.server_delay),
+            }
+        )
         if w.attempts != len(self.attempts):
             self.problems.append(f"wait after {w.attempts} attempts, {len(self.attempts)} made")
         self.wait_pending = True
@@ -145,8 +164,10 @@ class Run:
             return
         item = self.script[plan.number - 1]
         if item.get("hits_deadline") and ms(plan.time_limit) != item.get("takes_ms"):
-            self.problems.append(f"attempt {plan.number}: time limit {ms(plan.time_limit)} ms, "
-                                 f"the script says {item.get('takes_ms')}")
+            self.problems.append(
+                f"attempt {plan.number}: time limit {ms(plan.time_limit)} ms, "
+                f"the script says {item.get('takes_ms')}"
+            )
         self.attempts[-1].update(probe=plan.probe, outcome=outcome.name)
 
     # -- sleepers ------------------------------------------------------------------------------
@@ -156,7 +177,7 @@ class Run:
 
     def sleep(self, d: float) -> None:
         if not self.wait_pending:
-            raise CaseFailure("a sync helper slept outside a wait")
+            raise CaseFailedError("a sync helper slept outside a wait")
         self.wait_pending = False
         if self._cancels():
             raise KeyboardInterrupt("the caller cancels during the wait")
@@ -181,10 +202,10 @@ class Run:
 
     # -- the operation -------------------------------------------------------------------------
 
-    def _start(self) -> Dict[str, Any]:
+    def _start(self) -> dict[str, Any]:
         n = len(self.attempts) + 1
         if n > len(self.script):
-            raise CaseFailure(f"attempt {n} is not in the script")
+            raise CaseFailedError(f"attempt {n} is not in the script")
         self.attempts.append({"at": round(self.clock.now() * 1000)})
         self.errors.append(None)
         self.values.append(None)
@@ -201,7 +222,7 @@ class Run:
         self.errors[-1] = exc
         return exc
 
-    def _outcome(self, item: Dict[str, Any]) -> Any:
+    def _outcome(self, item: dict[str, Any]) -> Any:
         """What a non-hanging, non-cancelled item returns or raises (as an exception)."""
         n = len(self.attempts)
         if "returns" in item:
@@ -215,20 +236,22 @@ class Run:
         if raises == "timeout":
             return self._raised(self._timeout())
         if raises == "answer":
-            return self._raised(RunnerAnswer(f"attempt {n}: a final answer"))
+            return self._raised(RunnerAnswerError(f"attempt {n}: a final answer"))
         if raises == "bug":
             return self._raised(AttributeError("'NoneType' object has no attribute 'status'"))
         if isinstance(raises, dict) and "retry_later_ms" in raises:
-            return self._raised(holdoff.RetryLater(raises["retry_later_ms"] / 1000))
-        raise CaseFailure(f"unknown script item {item!r}")
+            return self._raised(holdoff.RetryLaterError(raises["retry_later_ms"] / 1000))
+        raise CaseFailedError(f"unknown script item {item!r}")
 
-    def _response(self, status: int, headers: List[List[str]]) -> Any:
+    def _response(self, status: int, headers: list[list[str]]) -> Any:
         pairs = [(n, v) for n, v in headers]
         if self.is_async:
             import httpx
+
             return httpx.Response(status, headers=pairs)
         import requests
         from requests.structures import CaseInsensitiveDict
+
         r = requests.Response()
         r.status_code = status
         r.headers = CaseInsensitiveDict(pairs)
@@ -237,18 +260,22 @@ class Run:
     def _transport(self) -> BaseException:
         if self.http and self.is_async:
             import httpx
+
             return httpx.ConnectError("[Errno 111] Connection refused")
         if self.http:
             import requests
+
             return requests.exceptions.ConnectionError("[Errno 111] Connection refused")
         return ConnectionRefusedError(errno.ECONNREFUSED, "Connection refused")
 
     def _timeout(self) -> BaseException:
         if self.http and self.is_async:
             import httpx
+
             return httpx.ReadTimeout("timed out")
         if self.http:
             import requests
+
             return requests.exceptions.ReadTimeout("timed out")
         return TimeoutError("timed out")
 
@@ -275,8 +302,9 @@ class Run:
             try:
                 await asyncio.sleep(0)
             except asyncio.CancelledError as e:
-                raise self._raised(e)
-            raise CaseFailure("the cancellation did not arrive")
+                self._raised(e)
+                raise
+            raise CaseFailedError("the cancellation did not arrive")
         if item.get("hits_deadline"):
             assert self.hung is not None
             self.hang_ms = item.get("takes_ms", 0)
@@ -293,16 +321,21 @@ class Run:
     # -- the call --------------------------------------------------------------------------------
 
     def retrying(self) -> holdoff.Retrying:
-        opts: Dict[str, Any] = dict(self.limits)
+        opts: dict[str, Any] = dict(self.limits)
         if any("returns" in i and i["returns"] != "success" for i in self.script):
             opts["classify_result"] = lambda v: outcome_of(v.outcome)
         if any(i.get("raises") == "answer" for i in self.script):
             opts["classify_exception"] = classify_answer
         return self.policy.retrying(
-            http=self.http, sleep=self.sleep, async_sleep=self.async_sleep,
-            before_sleep=self.before_sleep, after_attempt=self.after_attempt, **opts)
+            http=self.http,
+            sleep=self.sleep,
+            async_sleep=self.async_sleep,
+            before_sleep=self.before_sleep,
+            after_attempt=self.after_attempt,
+            **opts,
+        )
 
-    def run(self) -> Dict[str, Any]:
+    def run(self) -> dict[str, Any]:
         retrying = self.retrying()
         try:
             if self.is_async:
@@ -312,22 +345,22 @@ class Run:
             else:
                 value = retrying(self.op)()
             result = {"returns": self._index(self.values, value, "value")}
-        except CaseFailure:
+        except CaseFailedError:
             raise
-        except holdoff.UpstreamUnavailable as e:
+        except holdoff.UpstreamUnavailableError as e:
             result = self._unavailable(e)
         except (KeyboardInterrupt, asyncio.CancelledError):
             result = {"raises": "cancelled", "attempts": len(self.attempts)}
-        except holdoff.InvalidInput as e:
+        except holdoff.InvalidInputError as e:
             if e.field != "status":
-                raise CaseFailure(f"invalid input naming {e.field!r}, not status") from e
+                raise CaseFailedError(f"invalid input naming {e.field!r}, not status") from e
             result = {"raises": "invalid_input", "attempts": len(self.attempts)}
         except BaseException as e:
             if not any(e is err for err in self.errors):
                 raise
             result = {"raises": "original", "attempt": self._index(self.errors, e, "error")}
         if self.problems:
-            raise CaseFailure("; ".join(self.problems))
+            raise CaseFailedError("; ".join(self.problems))
         return {"attempts": self.attempts, "waits": self.waits, "result": result}
 
     async def _run_async(self, retrying: holdoff.Retrying) -> Any:
@@ -339,17 +372,17 @@ class Run:
         done, _ = await asyncio.wait({task}, timeout=WATCHDOG_S)
         if not done:
             task.cancel()
-            raise CaseFailure("the call hung")
+            raise CaseFailedError("the call hung")
         return task.result()  # raises what the call raised, a cancellation included
 
-    def _unavailable(self, e: holdoff.UpstreamUnavailable) -> Dict[str, Any]:
-        if isinstance(e, holdoff.BreakerOpen):
+    def _unavailable(self, e: holdoff.UpstreamUnavailableError) -> dict[str, Any]:
+        if isinstance(e, holdoff.BreakerOpenError):
             kind = "breaker_open"
-        elif isinstance(e, holdoff.GiveUp):
+        elif isinstance(e, holdoff.GiveUpError):
             kind = "give_up"
         else:
-            raise CaseFailure(f"an UpstreamUnavailable that is neither kind: {e!r}")
-        cause: Optional[int] = None
+            raise CaseFailedError(f"an UpstreamUnavailableError that is neither kind: {e!r}")
+        cause: int | None = None
         if e.__cause__ is not None:
             c = e.__cause__
             if isinstance(c, holdoff.AttemptTimeoutError):
@@ -359,7 +392,7 @@ class Run:
         elif e.result is not None:
             cause = self._index(self.values, e.result, "result")
         if e.result is not None and cause is not None and self.values[cause - 1] is not e.result:
-            raise CaseFailure(f"result {e.result!r} is not attempt {cause}'s value")
+            raise CaseFailedError(f"result {e.result!r} is not attempt {cause}'s value")
         return {
             "raises": kind,
             "reason": e.reason,
@@ -371,16 +404,21 @@ class Run:
         }
 
     @staticmethod
-    def _index(objs: List[Any], obj: Any, what: str) -> int:
+    def _index(objs: list[Any], obj: Any, what: str) -> int:
         for i, o in enumerate(objs):
             if o is obj:
                 return i + 1
-        raise CaseFailure(f"the {what} {obj!r} is no attempt's")
+        raise CaseFailedError(f"the {what} {obj!r} is no attempt's")
 
 
-def run_execute(policy: holdoff.Policy, clock: holdoff.ManualClock, config: Dict[str, Any],
-                step: Dict[str, Any], flavour: str) -> Dict[str, Any]:
-    limits: Dict[str, Any] = {}
+def run_execute(
+    policy: holdoff.Policy,
+    clock: holdoff.ManualClock,
+    config: dict[str, Any],
+    step: dict[str, Any],
+    flavour: str,
+) -> dict[str, Any]:
+    limits: dict[str, Any] = {}
     if "attempt_timeout_ms" in config:
         v = config["attempt_timeout_ms"]
         limits["attempt_timeout"] = None if v is None else v / 1000
@@ -390,27 +428,28 @@ def run_execute(policy: holdoff.Policy, clock: holdoff.ManualClock, config: Dict
     return Run(policy, clock, limits, step, flavour).run()
 
 
-def check_execute(expect: Any, got: Dict[str, Any],
-                  check: Callable[[Any, Dict[str, Any], List[str]], None]) -> None:
+def check_execute(
+    expect: Any, got: dict[str, Any], check: Callable[[Any, dict[str, Any], list[str]], None]
+) -> None:
     if expect is None:
         return
     if not isinstance(expect, dict):
-        raise CaseFailure("expect must be an object")
+        raise CaseFailedError("expect must be an object")
     for key, want in expect.items():
         if key == "result":
             try:
                 check(want, got["result"], RESULT_KEYS)
             except AssertionError as e:
-                raise CaseFailure(f"result: {e}") from None
+                raise CaseFailedError(f"result: {e}") from None
             continue
         if key not in ("attempts", "waits"):
-            raise CaseFailure(f"unknown expect key {key!r}")
+            raise CaseFailedError(f"unknown expect key {key!r}")
         have = got[key]
         if not isinstance(want, list) or len(want) != len(have):
-            raise CaseFailure(f"{key}: expected {want!r}, got {have!r}")
+            raise CaseFailedError(f"{key}: expected {want!r}, got {have!r}")
         known = ATTEMPT_KEYS if key == "attempts" else WAIT_KEYS
         for i, (w, h) in enumerate(zip(want, have)):
             try:
                 check(w, h, known)
             except AssertionError as e:
-                raise CaseFailure(f"{key}[{i}]: {e}  (all: {have!r})") from None
+                raise CaseFailedError(f"{key}[{i}]: {e}  (all: {have!r})") from None

@@ -3,12 +3,12 @@ last line of the run (after pytest's own summary), which `make conformance` and 
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 import pytest
 
-_TALLY: Dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
-_SEEN: Dict[str, str] = {}
+_TALLY: dict[str, int] = {"passed": 0, "failed": 0, "skipped": 0}
+_SEEN: dict[str, str] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
@@ -29,5 +29,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_unconfigure(config: Any) -> None:
     if getattr(config.option, "collectonly", False):
         return
-    print(f"\n{_TALLY['passed']} passed, {_TALLY['failed']} failed, {_TALLY['skipped']} skipped",
-          flush=True)
+    print(
+        f"\n{_TALLY['passed']} passed, {_TALLY['failed']} failed, {_TALLY['skipped']} skipped",
+        flush=True,
+    )

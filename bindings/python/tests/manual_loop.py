@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import selectors
-from typing import Any, Coroutine, List, Mapping, Optional, Tuple, TypeVar
+from collections.abc import Coroutine, Mapping
+from typing import Any, TypeVar
 
 import holdoff
 
@@ -38,7 +39,7 @@ class _ManualSelector(selectors.BaseSelector):
     def close(self) -> None:
         self._real.close()
 
-    def select(self, timeout: Optional[float] = None) -> List[Tuple[selectors.SelectorKey, int]]:
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
         events = self._real.select(0)
         if events or timeout == 0:
             return events

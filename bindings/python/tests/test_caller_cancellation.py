@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable
 
 import pytest
-from manual_loop import run
 
 import holdoff
 from holdoff import Outcome
+from manual_loop import run
 
 COUNTS_CANCELS = sys.version_info >= (3, 11)  # Task.cancelling() / uncancel()
 
@@ -25,9 +25,10 @@ class World:
         self.breaker = holdoff.Breaker(clock=self.clock)
         self.quota = holdoff.RetryQuota()
         self.policy = holdoff.Policy(
-            self.breaker, holdoff.RetryBudget(max_retries=3, clock=self.clock), self.quota)
-        self.attempts: List[Tuple[int, str, float]] = []
-        self.calls: List[float] = []
+            self.breaker, holdoff.RetryBudget(max_retries=3, clock=self.clock), self.quota
+        )
+        self.attempts: list[tuple[int, str, float]] = []
+        self.calls: list[float] = []
 
     def after_attempt(self, plan: holdoff.AttemptPlan, outcome: Outcome) -> None:
         self.attempts.append((plan.number, outcome.name, self.clock.now()))
@@ -35,6 +36,13 @@ class World:
     def retrying(self, **kw: Any) -> holdoff.Retrying:
         kw.setdefault("sleep", self.clock.advance)
         return self.policy.retrying(after_attempt=self.after_attempt, **kw)
+
+    async def hang_first(self) -> str:
+        """The call: its first attempt hangs until cancelled, later ones answer "second"."""
+        self.calls.append(self.clock.now())
+        if len(self.calls) == 1:
+            await asyncio.Event().wait()
+        return "second"
 
     def assert_one_timeout_recorded(self, at: float) -> None:
         """One attempt, recorded by the breaker as the timeout it was (at or after its
@@ -46,8 +54,16 @@ class World:
         assert self.quota.available == 500
 
 
-def cancelling(task: "asyncio.Task[Any]") -> int:
+def cancelling(task: asyncio.Task[Any]) -> int:
     return task.cancelling() if COUNTS_CANCELS else 0
+
+
+async def cancelled_call(t: asyncio.Task[Any]) -> tuple[bool, int]:
+    """Awaits a call's task, which must end in ``CancelledError``: (whether the task is
+    cancelled, the cancellation requests it counts)."""
+    with pytest.raises(asyncio.CancelledError):
+        await t
+    return t.cancelled(), cancelling(t)
 
 
 async def injected_sleep(d: float) -> None:
@@ -77,7 +93,7 @@ def test_a_sync_interrupt_after_the_limit_ends_the_call(stop: BaseException) -> 
 def test_a_classifier_cannot_retry_the_callers_cancellation() -> None:
     # A classifier that calls everything a failure is not asked about a KeyboardInterrupt.
     w = World()
-    seen: List[BaseException] = []
+    seen: list[BaseException] = []
 
     def everything_fails(exc: BaseException) -> Outcome:
         seen.append(exc)
@@ -138,14 +154,13 @@ def test_the_callers_cancel_from_another_task_after_the_limit_ends_the_call() ->
                 raise
         return "second"
 
-    async def main() -> Tuple[bool, int]:
+    async def main() -> tuple[bool, int]:
         loop = asyncio.get_running_loop()
         t = asyncio.ensure_future(
-            w.retrying(attempt_timeout=2, async_sleep=injected_sleep).call_async(fetch))
+            w.retrying(attempt_timeout=2, async_sleep=injected_sleep).call_async(fetch)
+        )
         loop.call_at(2.5, t.cancel)
-        with pytest.raises(asyncio.CancelledError):
-            await t
-        return t.cancelled(), cancelling(t)
+        return await cancelled_call(t)
 
     assert run(w.clock, main()) == (True, 1)
     w.assert_one_timeout_recorded(2.5)
@@ -158,24 +173,16 @@ def test_the_callers_cancel_in_the_default_timers_turn_ends_the_call(first: str)
     # attempt's task runs again. The timer's is taken back, the caller's stands.
     w = World()
 
-    async def fetch() -> str:
-        w.calls.append(w.clock.now())
-        if len(w.calls) == 1:
-            await asyncio.Event().wait()
-        return "second"
-
-    async def main() -> Tuple[bool, int]:
+    async def main() -> tuple[bool, int]:
         loop = asyncio.get_running_loop()
-        t = asyncio.ensure_future(w.retrying(attempt_timeout=2).call_async(fetch))
+        t = asyncio.ensure_future(w.retrying(attempt_timeout=2).call_async(w.hang_first))
         if first == "caller":
             loop.call_at(2.0, t.cancel)  # scheduled before the attempt's timer
         await asyncio.sleep(0)  # the call starts and arms its timer for 2 s
         assert w.calls == [0.0]
         if first == "timer":
             loop.call_at(2.0, t.cancel)  # scheduled after it
-        with pytest.raises(asyncio.CancelledError):
-            await t
-        return t.cancelled(), t.cancelling()
+        return await cancelled_call(t)
 
     assert run(w.clock, main()) == (True, 1)
     w.assert_one_timeout_recorded(2.0)
@@ -188,7 +195,7 @@ def test_the_callers_cancel_in_the_injected_timers_turn_ends_the_call(first: str
     # runs just before the timer's callback ("caller") or just after it ("timer"), both before
     # the attempt's task runs again.
     w = World()
-    tasks: List["asyncio.Task[Any]"] = []
+    tasks: list[asyncio.Task[Any]] = []
 
     async def timer_sleep(d: float) -> None:
         await asyncio.sleep(d)
@@ -199,19 +206,12 @@ def test_the_callers_cancel_in_the_injected_timers_turn_ends_the_call(first: str
             else:
                 loop.call_soon(loop.call_soon, tasks[0].cancel)
 
-    async def fetch() -> str:
-        w.calls.append(w.clock.now())
-        if len(w.calls) == 1:
-            await asyncio.Event().wait()
-        return "second"
-
-    async def main() -> Tuple[bool, int]:
+    async def main() -> tuple[bool, int]:
         t = asyncio.ensure_future(
-            w.retrying(attempt_timeout=2, async_sleep=timer_sleep).call_async(fetch))
+            w.retrying(attempt_timeout=2, async_sleep=timer_sleep).call_async(w.hang_first)
+        )
         tasks.append(t)
-        with pytest.raises(asyncio.CancelledError):
-            await t
-        return t.cancelled(), t.cancelling()
+        return await cancelled_call(t)
 
     assert run(w.clock, main()) == (True, 1)
     w.assert_one_timeout_recorded(2.0)
@@ -222,28 +222,26 @@ def test_the_timer_alone_is_a_timeout_and_takes_its_cancellation_back() -> None:
     # call retries, and no cancellation request is left on the task.
     w = World()
 
-    async def fetch() -> str:
-        w.calls.append(w.clock.now())
-        if len(w.calls) == 1:
-            await asyncio.Event().wait()
-        return "second"
-
-    async def main() -> Tuple[str, int]:
-        got = await w.retrying(attempt_timeout=2).call_async(fetch)
+    async def main() -> tuple[str, int]:
+        got = await w.retrying(attempt_timeout=2).call_async(w.hang_first)
         return got, cancelling(asyncio.current_task())  # type: ignore[arg-type]
 
     assert run(w.clock, main()) == ("second", 0)
     assert w.attempts == [(1, "timeout", 2.0), (2, "success", 2.5)]
 
 
-@pytest.mark.parametrize("classify", [
-    pytest.param(lambda e: Outcome.FAILURE, id="everything fails"),
-    pytest.param(lambda e: "success", id="everything succeeds"),
-])
+@pytest.mark.parametrize(
+    "classify",
+    [
+        pytest.param(lambda e: Outcome.FAILURE, id="everything fails"),
+        pytest.param(lambda e: "success", id="everything succeeds"),
+    ],
+)
 def test_a_classifier_cannot_swallow_the_tasks_cancellation(
-        classify: Callable[[BaseException], Any]) -> None:
+    classify: Callable[[BaseException], Any],
+) -> None:
     w = World()
-    seen: List[Optional[BaseException]] = []
+    seen: list[BaseException | None] = []
 
     async def fetch() -> str:
         w.calls.append(w.clock.now())
@@ -273,14 +271,12 @@ def test_a_cancel_during_the_wait_ends_the_call_and_gives_the_retry_back() -> No
         w.calls.append(w.clock.now())
         raise ConnectionRefusedError(111, "refused")
 
-    async def main() -> Tuple[bool, int]:
+    async def main() -> tuple[bool, int]:
         t = asyncio.ensure_future(w.retrying().call_async(down))
         await asyncio.sleep(0.25)  # in the 0.5 s wait; the retry is paid for
         assert w.quota.available == 495
         t.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await t
-        return t.cancelled(), cancelling(t)
+        return await cancelled_call(t)
 
     assert run(w.clock, main()) == (True, 1 if COUNTS_CANCELS else 0)
     assert w.calls == [0.0] and w.attempts == [(1, "failure", 0.0)]

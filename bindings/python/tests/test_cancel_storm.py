@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
-from typing import Dict, List, Optional, Tuple
 
 import holdoff
 from holdoff import Outcome
@@ -32,8 +31,8 @@ def test_cancelling_callers_get_one_probe_per_interval() -> None:
     policy = holdoff.Policy(breaker, holdoff.RetryBudget(clock=clock))
     breaker.record(breaker.allow(), Outcome.FAILURE)  # tripped at 0: the first probe at 1 s
 
-    reached: List[float] = []
-    counts: Dict[str, int] = {"started": 0, "refused": 0, "cancelled": 0}
+    reached: list[float] = []
+    counts: dict[str, int] = {"started": 0, "refused": 0, "cancelled": 0}
 
     async def upstream() -> None:
         reached.append(clock.now())
@@ -45,7 +44,7 @@ def test_cancelling_callers_get_one_probe_per_interval() -> None:
         for _ in range(4):
             await asyncio.sleep(0)
 
-    def reap(callers: List[Optional[Tuple["asyncio.Task[None]", int]]]) -> None:
+    def reap(callers: list[tuple[asyncio.Task[None], int] | None]) -> None:
         for i, c in enumerate(callers):
             if c is None or not c[0].done():
                 continue
@@ -54,12 +53,12 @@ def test_cancelling_callers_get_one_probe_per_interval() -> None:
                 counts["cancelled"] += 1
             else:
                 exc = task.exception()
-                assert isinstance(exc, holdoff.BreakerOpen), exc
+                assert isinstance(exc, holdoff.BreakerOpenError), exc
                 counts["refused"] += 1
             callers[i] = None
 
     async def storm() -> None:
-        callers: List[Optional[Tuple["asyncio.Task[None]", int]]] = [None] * CALLERS
+        callers: list[tuple[asyncio.Task[None], int] | None] = [None] * CALLERS
         for step in range(STEPS + 1):
             for c in callers:
                 if c is not None and step >= c[1]:

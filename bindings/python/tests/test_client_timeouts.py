@@ -11,7 +11,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable
 
 import pytest
 
@@ -24,9 +24,9 @@ def stand_in(module: str, qualname: str, *bases: type) -> type:
     return type(qualname, bases or (Exception,), {"__module__": module, "__qualname__": qualname})
 
 
-def real_or_stand_ins() -> List[Tuple[str, Callable[[], BaseException]]]:
+def real_or_stand_ins() -> list[tuple[str, Callable[[], BaseException]]]:
     """(label, factory) of every timeout exception checked: real where importable."""
-    out: List[Tuple[str, Callable[[], BaseException]]] = []
+    out: list[tuple[str, Callable[[], BaseException]]] = []
     try:
         import requests.exceptions as rex
 
@@ -39,10 +39,14 @@ def real_or_stand_ins() -> List[Tuple[str, Callable[[], BaseException]]]:
         timeout = stand_in("requests.exceptions", "Timeout", OSError)
         out += [
             ("requests Timeout (stand-in)", lambda: timeout("timed out")),
-            ("requests ReadTimeout (stand-in)",
-             lambda: stand_in("requests.exceptions", "ReadTimeout", timeout)("read")),
-            ("requests ConnectTimeout (stand-in)",
-             lambda: stand_in("requests.exceptions", "ConnectTimeout", timeout)("connect")),
+            (
+                "requests ReadTimeout (stand-in)",
+                lambda: stand_in("requests.exceptions", "ReadTimeout", timeout)("read"),
+            ),
+            (
+                "requests ConnectTimeout (stand-in)",
+                lambda: stand_in("requests.exceptions", "ConnectTimeout", timeout)("connect"),
+            ),
         ]
     try:
         import httpx
@@ -58,20 +62,25 @@ def real_or_stand_ins() -> List[Tuple[str, Callable[[], BaseException]]]:
         base = stand_in("httpx", "TimeoutException")
         out += [
             ("httpx TimeoutException (stand-in)", lambda: base("timed out")),
-            ("httpx ReadTimeout (stand-in)",
-             lambda: stand_in("httpx", "ReadTimeout", base)("read")),
+            (
+                "httpx ReadTimeout (stand-in)",
+                lambda: stand_in("httpx", "ReadTimeout", base)("read"),
+            ),
         ]
     try:
         import urllib3.exceptions as u3
 
         out += [
-            ("urllib3 ReadTimeoutError",
-             lambda: u3.ReadTimeoutError(None, "/", "read timed out")),  # type: ignore[arg-type]
+            ("urllib3 ReadTimeoutError", lambda: u3.ReadTimeoutError(None, "/", "read timed out")),  # type: ignore[arg-type]
             ("urllib3 ConnectTimeoutError", lambda: u3.ConnectTimeoutError("connect timed out")),
         ]
     except ImportError:
-        out.append(("urllib3 TimeoutError (stand-in)",
-                    lambda: stand_in("urllib3.exceptions", "TimeoutError")("timed out")))
+        out.append(
+            (
+                "urllib3 TimeoutError (stand-in)",
+                lambda: stand_in("urllib3.exceptions", "TimeoutError")("timed out"),
+            )
+        )
     try:
         import aiohttp
 
@@ -84,9 +93,12 @@ def real_or_stand_ins() -> List[Tuple[str, Callable[[], BaseException]]]:
         server_timeout = stand_in("aiohttp.client_exceptions", "ServerTimeoutError", OSError)
         out += [
             ("aiohttp ServerTimeoutError (stand-in)", lambda: server_timeout("timed out")),
-            ("aiohttp ConnectionTimeoutError (stand-in)",
-             lambda: stand_in("aiohttp.client_exceptions", "ConnectionTimeoutError",
-                              server_timeout)("connect")),
+            (
+                "aiohttp ConnectionTimeoutError (stand-in)",
+                lambda: stand_in(
+                    "aiohttp.client_exceptions", "ConnectionTimeoutError", server_timeout
+                )("connect"),
+            ),
         ]
     out.append(("asyncio.TimeoutError", lambda: asyncio.TimeoutError()))
     return out
@@ -106,8 +118,10 @@ def test_lookalikes_and_other_client_errors_are_not_timeouts() -> None:
     assert holdoff.classify_exception(mine("x")) == Outcome.FAILURE
     assert holdoff.classify_exception(nested("x")) is None  # not a client error: a bug
     # Transport errors that are not OSErrors, recognised by name.
-    for module, name in (("httpx", "TransportError"),
-                         ("aiohttp.client_exceptions", "ClientConnectionError")):
+    for module, name in (
+        ("httpx", "TransportError"),
+        ("aiohttp.client_exceptions", "ClientConnectionError"),
+    ):
         base = stand_in(module, name)
         assert holdoff.classify_exception(base("x")) == Outcome.FAILURE, name
         assert holdoff.classify_exception(stand_in(module, "Sub", base)("x")) == Outcome.FAILURE
@@ -130,8 +144,8 @@ def test_a_client_timeout_costs_the_quotas_timeout_cost(make: Callable[[], BaseE
     clock = holdoff.ManualClock()
     quota = holdoff.RetryQuota()
     policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock), quota)
-    seen: List[int] = []
-    errors: List[Optional[BaseException]] = [make(), None]
+    seen: list[int] = []
+    errors: list[BaseException | None] = [make(), None]
 
     def sleep(d: float) -> None:
         seen.append(quota.available)  # what the retry cost, before the success refunds it
@@ -164,8 +178,7 @@ def test_nothing_is_imported_to_classify() -> None:
               before, [m for m in clients if m in sys.modules])
         """
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         timeout=60)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["timeout", "failure", "[]", "[]"]
 
@@ -175,8 +188,8 @@ def test_async_helper_counts_a_client_timeout_as_a_timeout() -> None:
     clock = holdoff.ManualClock()
     quota = holdoff.RetryQuota()
     policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock), quota)
-    seen: List[Any] = []
-    errors: List[Optional[BaseException]] = [make(), None]
+    seen: list[Any] = []
+    errors: list[BaseException | None] = [make(), None]
 
     async def sleep(d: float) -> None:
         seen.append((d, quota.available))

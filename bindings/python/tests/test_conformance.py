@@ -8,7 +8,7 @@ The case's neutral configuration (integer milliseconds) is turned into the Pytho
 (float seconds), as a Python user would write them. The one translation of an error: a
 ``Backoff`` is a value of its own, so its errors name ``backoff.<field>``; the runner reports
 them under the field that holds the backoff (``breaker.open_interval``, ``budget.backoff``), as
-``core/src/config.rs`` does.
+``core/src/interop/config.rs`` does.
 
 ``HOLDOFF_CASES=substring`` runs only the cases whose id contains it.
 """
@@ -20,12 +20,13 @@ import math
 import os
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import pytest
-from conformance_execute import CaseFailure, check_execute, flavours, run_execute
 
 import holdoff
+from conformance_execute import CaseFailedError, check_execute, flavours, ms, run_execute
+from conformance_execute import outcome_of as outcome
 
 SUITE_VERSION = 2
 
@@ -33,10 +34,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("HOLDOFF_CONFORMANCE_DIR", HERE.parents[2] / "conformance"))
 
 
-def _load_cases() -> List[Dict[str, Any]]:
+def _load_cases() -> list[dict[str, Any]]:
     version = int((ROOT / "VERSION").read_text().strip())
-    assert version == SUITE_VERSION, f"runner written for suite version {SUITE_VERSION}, got {version}"
-    cases: List[Dict[str, Any]] = []
+    assert version == SUITE_VERSION, (
+        f"runner written for suite version {SUITE_VERSION}, got {version}"
+    )
+    cases: list[dict[str, Any]] = []
     seen = set()
     for path in sorted((ROOT / "cases").rglob("*.json")):
         doc = json.loads(path.read_text())
@@ -51,7 +54,7 @@ def _load_cases() -> List[Dict[str, Any]]:
 CASES = _load_cases()
 
 
-def _runs() -> List[Any]:
+def _runs() -> list[Any]:
     """One run per case, or per (case, flavour) for a case with an execute step."""
     runs = []
     for case in CASES:
@@ -86,28 +89,11 @@ def clock_at(ms_: int) -> timedelta:
     return timedelta(milliseconds=ms_)
 
 
-def ms(s: Optional[float]) -> Optional[float]:
-    """Float seconds back to milliseconds (the core's figures are whole milliseconds)."""
-    return None if s is None else round(s * 1000, 6)
-
-
-def outcome(v: Any) -> holdoff.Outcome:
-    if isinstance(v, str):
-        return {
-            "success": holdoff.Outcome.SUCCESS,
-            "answer": holdoff.Outcome.ANSWER,
-            "failure": holdoff.Outcome.FAILURE,
-            "timeout": holdoff.Outcome.TIMEOUT,
-            "cancelled": holdoff.Outcome.CANCELLED,
-        }[v]
-    return holdoff.Outcome.retry_later(v["retry_later_ms"] / 1000)
-
-
-def headers(step: Dict[str, Any]) -> List[Tuple[str, str]]:
+def headers(step: dict[str, Any]) -> list[tuple[str, str]]:
     return [(n, v) for n, v in step.get("headers", [])]
 
 
-def decision_dict(d: holdoff.Decision) -> Dict[str, Any]:
+def decision_dict(d: holdoff.Decision) -> dict[str, Any]:
     if d.action == "done":
         return {"decision": "done"}
     if d.action == "retry":
@@ -121,7 +107,7 @@ def decision_dict(d: holdoff.Decision) -> Dict[str, Any]:
     return {"decision": "give_up", "reason": d.reason, "server_delay_ms": ms(d.server_delay)}
 
 
-def event_dict(e: holdoff.StateChange) -> Dict[str, Any]:
+def event_dict(e: holdoff.StateChange) -> dict[str, Any]:
     return {
         "at": round(e.at * 1000),
         "from": e.from_state,
@@ -143,17 +129,17 @@ def same(want: Any, got: Any) -> bool:
     return bool(want == got)
 
 
-def check(expect: Optional[Dict[str, Any]], actual: Dict[str, Any], known: List[str]) -> None:
+def check(expect: dict[str, Any] | None, actual: dict[str, Any], known: list[str]) -> None:
     if expect is None:
         return
     if not isinstance(expect, dict):
-        raise CaseFailure("expect must be an object")
+        raise CaseFailedError("expect must be an object")
     for k, v in expect.items():
         if k not in known:
-            raise CaseFailure(f"unknown expect key {k!r}")
+            raise CaseFailedError(f"unknown expect key {k!r}")
         got = actual.get(k)
         if not same(v, got):
-            raise CaseFailure(f"{k}: expected {v!r}, got {got!r}  (all: {actual!r})")
+            raise CaseFailedError(f"{k}: expected {v!r}, got {got!r}  (all: {actual!r})")
 
 
 def error_name(e: BaseException) -> str:
@@ -166,9 +152,9 @@ def error_name(e: BaseException) -> str:
 # -- building ---------------------------------------------------------------------------------
 
 
-def backoff(spec: Dict[str, Any], default: holdoff.Backoff, field: str) -> holdoff.Backoff:
-    """A backoff spec over a default, as core/src/config.rs reads it: an absent `max_ms` keeps
-    the default cap unless `initial_ms` is larger."""
+def backoff(spec: dict[str, Any], default: holdoff.Backoff, field: str) -> holdoff.Backoff:
+    """A backoff spec over a default, as core/src/interop/config.rs reads it: an absent
+    `max_ms` keeps the default cap unless `initial_ms` is larger."""
     initial = secs(spec["initial_ms"]) if "initial_ms" in spec else default.initial
     multiplier = num(spec["multiplier"]) if "multiplier" in spec else default.multiplier
     jitter = num(spec["jitter"]) if "jitter" in spec else default.jitter
@@ -180,13 +166,13 @@ def backoff(spec: Dict[str, Any], default: holdoff.Backoff, field: str) -> holdo
             cap = initial
     try:
         return holdoff.Backoff(initial, multiplier, cap, jitter)
-    except (holdoff.InvalidConfig, holdoff.ConfigTypeError) as e:
+    except (holdoff.InvalidConfigError, holdoff.ConfigTypeError) as e:
         if e.field.startswith("backoff."):
-            raise type(e)(field + e.field[len("backoff"):], e.rule) from None
+            raise type(e)(field + e.field[len("backoff") :], e.rule) from None
         raise
 
 
-def trip(spec: Dict[str, Any]) -> holdoff.TripPolicy:
+def trip(spec: dict[str, Any]) -> holdoff.TripPolicy:
     policy = spec["policy"]
     if policy == "consecutive":
         return holdoff.ConsecutiveFailures(spec["threshold"])
@@ -199,11 +185,11 @@ def trip(spec: Dict[str, Any]) -> holdoff.TripPolicy:
         return holdoff.FailureRate(
             num(spec["threshold"]), spec["min_calls"], secs(spec["window_ms"]), **kwargs
         )
-    raise CaseFailure(f"unknown trip policy {policy!r}")
+    raise CaseFailedError(f"unknown trip policy {policy!r}")
 
 
-def breaker_kwargs(spec: Dict[str, Any], clock: holdoff.ManualClock) -> Dict[str, Any]:
-    kw: Dict[str, Any] = {"clock": clock}
+def breaker_kwargs(spec: dict[str, Any], clock: holdoff.ManualClock) -> dict[str, Any]:
+    kw: dict[str, Any] = {"clock": clock}
     if "trip" in spec:
         kw["trip"] = trip(spec["trip"])
     if "open_interval" in spec:
@@ -221,28 +207,28 @@ def breaker_kwargs(spec: Dict[str, Any], clock: holdoff.ManualClock) -> Dict[str
 
 
 class Ctx:
-    def __init__(self, case: Dict[str, Any], flavour: Optional[str] = None) -> None:
+    def __init__(self, case: dict[str, Any], flavour: str | None = None) -> None:
         config = case.get("config", {})
         self.flavour = flavour
-        self.execute_config: Dict[str, Any] = config.get("execute", {})
+        self.execute_config: dict[str, Any] = config.get("execute", {})
         origin = case.get("clock", {}).get("wall_origin_unix_ms", 0)
         self.clock = holdoff.ManualClock(wall_origin=origin / 1000)
-        self.breaker: Optional[holdoff.Breaker] = None
-        self.group: Optional[holdoff.BreakerGroup] = None
-        self.breaker_kwargs: Optional[Dict[str, Any]] = None
+        self.breaker: holdoff.Breaker | None = None
+        self.group: holdoff.BreakerGroup | None = None
+        self.breaker_kwargs: dict[str, Any] | None = None
         if "breaker" in config:
             self.breaker_kwargs = breaker_kwargs(config["breaker"], self.clock)
             if case.get("group"):
-                gkw: Dict[str, Any] = {}
+                gkw: dict[str, Any] = {}
                 if "max_keys" in config.get("group", {}):
                     gkw["max_keys"] = config["group"]["max_keys"]
                 self.group = holdoff.BreakerGroup(**self.breaker_kwargs, **gkw)
             else:
                 self.breaker = holdoff.Breaker(**self.breaker_kwargs)
-        self.budget: Optional[holdoff.RetryBudget] = None
+        self.budget: holdoff.RetryBudget | None = None
         if "budget" in config:
             spec = config["budget"]
-            kw: Dict[str, Any] = {"clock": self.clock}
+            kw: dict[str, Any] = {"clock": self.clock}
             for key, name in (
                 ("max_rate_limit_duration_ms", "max_rate_limit_duration"),
                 ("retry_after_cap_ms", "retry_after_cap"),
@@ -258,11 +244,11 @@ class Ctx:
                     spec["backoff"], holdoff.DEFAULT_BUDGET_BACKOFF, "budget.backoff"
                 )
             self.budget = holdoff.RetryBudget(**kw)
-        self.quota: Optional[holdoff.RetryQuota] = None
-        self.quota_config: Dict[str, Any] = config.get("quota", {})
+        self.quota: holdoff.RetryQuota | None = None
+        self.quota_config: dict[str, Any] = config.get("quota", {})
         if "quota" in config:
             self.quota = holdoff.RetryQuota(**self.quota_config)
-        ckw: Dict[str, Any] = {}
+        ckw: dict[str, Any] = {}
         cspec = config.get("classifier", {})
         for key in ("failure_statuses", "answer_statuses", "retry_after_statuses"):
             if key in cspec:
@@ -270,52 +256,52 @@ class Ctx:
         if "rate_limit_default_wait_ms" in cspec:
             ckw["rate_limit_default_wait"] = secs(cspec["rate_limit_default_wait_ms"])
         self.classifier = holdoff.Classifier(**ckw)
-        self.policy: Optional[holdoff.Policy] = None
+        self.policy: holdoff.Policy | None = None
         if case.get("policy"):
             assert self.breaker is not None and self.budget is not None, "a policy case needs both"
             self.policy = holdoff.Policy(self.breaker, self.budget, self.quota, self.classifier)
         # Each permit with the breaker object that admitted it: it is recorded there, as user
         # code does (a group's key may have been evicted or overflowed since).
-        self.permits: Dict[str, Tuple[holdoff.Permit, holdoff.Breaker]] = {}
-        self.calls: Dict[str, holdoff.RetryState] = {}
-        self.policy_calls: Dict[str, holdoff.Call] = {}
-        self.leases: Dict[str, holdoff.QuotaLease] = {}
+        self.permits: dict[str, tuple[holdoff.Permit, holdoff.Breaker]] = {}
+        self.calls: dict[str, holdoff.RetryState] = {}
+        self.policy_calls: dict[str, holdoff.PolicyCall] = {}
+        self.leases: dict[str, holdoff.QuotaLease] = {}
 
-    def breaker_for(self, step: Dict[str, Any]) -> holdoff.Breaker:
+    def breaker_for(self, step: dict[str, Any]) -> holdoff.Breaker:
         """The step's breaker; a step naming a `key` asks the group once."""
         key = step.get("key")
         if key is not None:
             if self.group is None:
-                raise CaseFailure("step names a key but the case has no group")
+                raise CaseFailedError("step names a key but the case has no group")
             return self.group.get(key)
         if self.breaker is None:
-            raise CaseFailure("the case has no breaker")
+            raise CaseFailedError("the case has no breaker")
         return self.breaker
 
-    def allow(self, step: Dict[str, Any], a: Dict[str, Any]) -> bool:
+    def allow(self, step: dict[str, Any], a: dict[str, Any]) -> bool:
         b = self.breaker_for(step)
         try:
             p = b.allow()
-        except holdoff.BreakerOpen as r:
+        except holdoff.BreakerOpenError as r:
             a.update(admitted=False, retry_after_ms=ms(r.retry_after), state=r.state)
             return False
         a.update(admitted=True, episode=p.episode, probe=p.probe)
         self.permits[step.get("as", "_last")] = (p, b)
         return True
 
-    def record(self, name: str, o: holdoff.Outcome, a: Dict[str, Any]) -> None:
+    def record(self, name: str, o: holdoff.Outcome, a: dict[str, Any]) -> None:
         if name not in self.permits:
-            raise CaseFailure(f"no permit named {name!r}")
+            raise CaseFailedError(f"no permit named {name!r}")
         permit, b = self.permits[name]
         try:
             a["effect"] = b.record(permit, o)
         except holdoff.PermitError as e:
             a["error"] = error_name(e)
 
-    def step(self, step: Dict[str, Any]) -> None:
+    def step(self, step: dict[str, Any]) -> None:
         op = step["op"]
         expect = step.get("expect")
-        a: Dict[str, Any] = {}
+        a: dict[str, Any] = {}
         call_name = step.get("call", "default")
         if op == "allow":
             self.allow(step, a)
@@ -331,7 +317,7 @@ class Ctx:
         elif op == "record_foreign":
             name = step["permit"]
             if name not in self.permits:
-                raise CaseFailure(f"no permit named {name!r}")
+                raise CaseFailedError(f"no permit named {name!r}")
             assert self.breaker_kwargs is not None, "no breaker config"
             other = holdoff.Breaker(**self.breaker_kwargs)
             try:
@@ -360,21 +346,21 @@ class Ctx:
         elif op == "events":
             got = [event_dict(e) for e in self.breaker_for(step).drain_events()]
             if not isinstance(expect, list):
-                raise CaseFailure("events expects an array")
+                raise CaseFailedError("events expects an array")
             if len(expect) != len(got):
-                raise CaseFailure(f"expected {len(expect)} events, got {len(got)}: {got!r}")
+                raise CaseFailedError(f"expected {len(expect)} events, got {len(got)}: {got!r}")
             for i, (w, g) in enumerate(zip(expect, got)):
                 try:
                     check(w, g, list(g))
-                except CaseFailure as e:
-                    raise CaseFailure(f"event {i}: {e}") from None
+                except CaseFailedError as e:
+                    raise CaseFailedError(f"event {i}: {e}") from None
         elif op in ("force_open", "disable", "reset"):
             getattr(self.breaker_for(step), op)()
             check(expect, a, [])
         elif op == "clock_set":
             try:
                 self.clock.set(clock_at(step["to_ms"]))
-            except holdoff.ClockBackwards as e:
+            except holdoff.ClockBackwardsError as e:
                 a["error"] = error_name(e)
             check(expect, a, ["error"])
         elif op == "clock_advance":
@@ -382,16 +368,17 @@ class Ctx:
             check(expect, a, [])
         elif op == "decide":
             if self.budget is None:
-                raise CaseFailure("the case has no budget")
+                raise CaseFailedError("the case has no budget")
             state = self.calls.setdefault(call_name, holdoff.RetryState())
             a = decision_dict(self.budget.decide(state, outcome(step["outcome"])))
             check(
-                expect, a,
+                expect,
+                a,
                 ["decision", "delay_ms", "source", "server_delay_ms", "capped", "reason"],
             )
         elif op == "budget_state":
             if self.budget is None:
-                raise CaseFailure("the case has no budget")
+                raise CaseFailedError("the case has no budget")
             start = self.budget.episode_start
             state = self.calls.get(call_name)
             a = {
@@ -415,28 +402,28 @@ class Ctx:
             try:
                 c = self.classifier.classify(step["status"], headers(step), now=self.clock)
                 a = {"outcome": c.outcome.name, "retry_later_ms": ms(c.outcome.delay)}
-            except holdoff.InvalidInput as e:
+            except holdoff.InvalidInputError as e:
                 a = {"error": error_name(e)}
             check(expect, a, ["outcome", "retry_later_ms", "error"])
         elif op == "quota_acquire":
             if self.quota is None:
-                raise CaseFailure("the case has no quota")
+                raise CaseFailedError("the case has no quota")
             try:
                 lease = self.quota.acquire(timeout=step.get("timeout", False))
                 a = {"acquired": True, "cost": lease.cost}
                 if "as" in step:
                     self.leases[step["as"]] = lease
-            except holdoff.QuotaEmpty as e:
+            except holdoff.QuotaEmptyError as e:
                 a = {"acquired": False, "cost": e.cost}
             a["available"] = self.quota.available
             check(expect, a, ["acquired", "cost", "available"])
         elif op == "quota_success":
             if self.quota is None:
-                raise CaseFailure("the case has no quota")
+                raise CaseFailedError("the case has no quota")
             lease = None
             if "lease" in step:
                 if step["lease"] not in self.leases:
-                    raise CaseFailure(f"no lease named {step['lease']!r}")
+                    raise CaseFailedError(f"no lease named {step['lease']!r}")
                 # Kept: a lease may be given back again, to see it refused.
                 lease = self.leases[step["lease"]]
             target = self.quota
@@ -450,7 +437,7 @@ class Ctx:
             check(expect, a, ["available", "error"])
         elif op == "group_snapshot":
             if self.group is None:
-                raise CaseFailure("the case has no group")
+                raise CaseFailedError("the case has no group")
             gs = self.group.snapshot()
             a = {
                 "keys": self.group.keys(),
@@ -459,12 +446,12 @@ class Ctx:
                 "overflows": gs.overflows,
             }
             if gs.keys != len(a["keys"]):
-                raise CaseFailure(f"snapshot keys {gs.keys} but {len(a['keys'])} keys listed")
+                raise CaseFailedError(f"snapshot keys {gs.keys} but {len(a['keys'])} keys listed")
             check(expect, a, ["keys", "max_keys", "evictions", "overflows"])
         elif op == "before":
             if self.policy is None:
-                raise CaseFailure("the case has no policy")
-            c = self.policy_calls.setdefault(call_name, holdoff.Call())
+                raise CaseFailedError("the case has no policy")
+            c = self.policy_calls.setdefault(call_name, holdoff.PolicyCall())
             b = self.policy.before_attempt(c)
             if isinstance(b, holdoff.Permit):
                 a = {"action": "go", "episode": b.episode, "probe": b.probe}
@@ -476,12 +463,12 @@ class Ctx:
             check(expect, a, ["action", "episode", "probe", "delay_ms", "reason", "retry_after_ms"])
         elif op == "after":
             if self.policy is None:
-                raise CaseFailure("the case has no policy")
+                raise CaseFailedError("the case has no policy")
             name = step.get("permit", "_last")
             if name not in self.permits:
-                raise CaseFailure(f"no permit named {name!r}")
+                raise CaseFailedError(f"no permit named {name!r}")
             permit = self.permits[name][0]
-            c = self.policy_calls.setdefault(call_name, holdoff.Call())
+            c = self.policy_calls.setdefault(call_name, holdoff.PolicyCall())
             try:
                 if "status" in step:
                     # Any integer, as given (see classify).
@@ -489,35 +476,46 @@ class Ctx:
                     a = decision_dict(d)
                     a["outcome"] = cl.outcome.name
                 else:
-                    a = decision_dict(self.policy.after_attempt(c, permit, outcome(step["outcome"])))
-            except (holdoff.PermitError, holdoff.InvalidInput) as e:
+                    a = decision_dict(
+                        self.policy.after_attempt(c, permit, outcome(step["outcome"]))
+                    )
+            except (holdoff.PermitError, holdoff.InvalidInputError) as e:
                 a = {"error": error_name(e)}
             check(
-                expect, a,
-                ["decision", "delay_ms", "source", "server_delay_ms", "capped", "reason",
-                 "error", "outcome"],
+                expect,
+                a,
+                [
+                    "decision",
+                    "delay_ms",
+                    "source",
+                    "server_delay_ms",
+                    "capped",
+                    "reason",
+                    "error",
+                    "outcome",
+                ],
             )
         elif op == "execute":
             if self.policy is None or self.flavour is None:
-                raise CaseFailure("execute needs a policy and a flavour")
+                raise CaseFailedError("execute needs a policy and a flavour")
             got = run_execute(self.policy, self.clock, self.execute_config, step, self.flavour)
             check_execute(expect, got, check)
         else:
-            raise CaseFailure(f"unknown op {op!r}")
+            raise CaseFailedError(f"unknown op {op!r}")
 
 
-def run_case(case: Dict[str, Any], flavour: Optional[str] = None) -> None:
+def run_case(case: dict[str, Any], flavour: str | None = None) -> None:
     expect_error = case.get("expect_error")
     try:
         ctx = Ctx(case, flavour)
     except holdoff.HoldoffError as e:
         if expect_error is None:
-            raise CaseFailure(f"configuration refused: {e}") from None
+            raise CaseFailedError(f"configuration refused: {e}") from None
         a = {"error": error_name(e), "field": getattr(e, "field", None)}
         check(expect_error, a, ["error", "field"])
         return
     if expect_error is not None:
-        raise CaseFailure(f"expected configuration error {expect_error!r}, but it built")
+        raise CaseFailedError(f"expected configuration error {expect_error!r}, but it built")
     for i, step in enumerate(case["steps"]):
         repeat = step.get("repeat", 1)
         every = step.get("every_ms", 0)
@@ -526,16 +524,16 @@ def run_case(case: Dict[str, Any], flavour: Optional[str] = None) -> None:
                 t = step["at"] + r * every
                 try:
                     ctx.clock.set(clock_at(t))
-                except holdoff.ClockBackwards as e:
-                    raise CaseFailure(f"step {i}: clock cannot move to {t}: {e}") from None
+                except holdoff.ClockBackwardsError as e:
+                    raise CaseFailedError(f"step {i}: clock cannot move to {t}: {e}") from None
             try:
                 ctx.step(step)
-            except CaseFailure as e:
+            except CaseFailedError as e:
                 at = round(ctx.clock.now() * 1000)
                 rep = f" (repetition {r})" if repeat > 1 else ""
-                raise CaseFailure(f"step {i} {step.get('op', '?')} at {at}{rep}: {e}") from None
+                raise CaseFailedError(f"step {i} {step.get('op', '?')} at {at}{rep}: {e}") from None
 
 
 @pytest.mark.parametrize("case,flavour", _runs())
-def test_case(case: Dict[str, Any], flavour: Optional[str]) -> None:
+def test_case(case: dict[str, Any], flavour: str | None) -> None:
     run_case(case, flavour)

@@ -5,10 +5,11 @@ The upstream refuses the first connection at once (it fell over), then accepts e
 and never answers (it hangs). Twenty callers share one policy (the breaker trips after 1
 failure and stays open a constant 1 s; no retries, so that each call is one attempt); each
 attempt has a 100 ms attempt timeout. Caller i starts a call at i * 5 ms and then every 100 ms,
-until 6 s of manual-clock time (1201 calls) (an event loop whose time is the ManualClock: nothing sleeps), so a
-call starts every 5 ms. A refused call ends at once with BreakerOpen; an admitted probe hangs
-until its deadline, is recorded as a timeout (the call gives up, the AttemptTimeoutError as its
-cause) and re-opens the breaker for another interval from that deadline.
+until 6 s of manual-clock time (1201 calls; an event loop whose time is the ManualClock: nothing
+sleeps), so a call starts every 5 ms. A refused call ends at once with BreakerOpenError; an
+admitted probe hangs until its deadline, is recorded as a timeout (the call gives up, the
+AttemptTimeoutError as its cause) and re-opens the breaker for another interval from that
+deadline.
 
 So the upstream sees the tripping request at 0 and one probe per interval at 1000, 2100, 3200,
 4300 and 5400 ms: 6 requests (at most the 7 a 1 s interval allows in 6 s), and the breaker ends
@@ -23,12 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
-from manual_loop import run
 
 import holdoff
+from manual_loop import run
 
 CALLERS = 20
 TURN = 0.1  # s between a caller's calls
@@ -46,15 +47,15 @@ def test_deadline_storm_gets_one_probe_per_interval_and_ends_open(sleeper: str) 
         trip=holdoff.ConsecutiveFailures(1), open_interval=holdoff.Backoff.constant(1), clock=clock
     )
     policy = holdoff.Policy(breaker, holdoff.RetryBudget(max_retries=0, clock=clock))
-    requests: List[float] = []
-    outcomes: Dict[str, int] = {}
-    ended: Dict[str, int] = {}
+    requests: list[float] = []
+    outcomes: dict[str, int] = {}
+    ended: dict[str, int] = {}
 
     def after_attempt(plan: holdoff.AttemptPlan, outcome: holdoff.Outcome) -> None:
         assert plan.time_limit is not None and plan.time_limit <= 0.1
         outcomes[outcome.name] = outcomes.get(outcome.name, 0) + 1
 
-    options: Dict[str, Any] = {"attempt_timeout": 0.1, "after_attempt": after_attempt}
+    options: dict[str, Any] = {"attempt_timeout": 0.1, "after_attempt": after_attempt}
     if sleeper == "injected":
         options["async_sleep"] = injected_sleep
     retrying = policy.retrying(**options)
@@ -72,9 +73,9 @@ def test_deadline_storm_gets_one_probe_per_interval_and_ends_open(sleeper: str) 
             try:
                 await retrying.call_async(upstream)
                 kind = "returned"
-            except holdoff.BreakerOpen as e:
+            except holdoff.BreakerOpenError as e:
                 kind = "refused" if e.attempts == 0 else "breaker_open"
-            except holdoff.GiveUp as e:
+            except holdoff.GiveUpError as e:
                 kind = f"{type(e.__cause__).__name__}: {e.reason}"
             ended[kind] = ended.get(kind, 0) + 1
             await asyncio.sleep(max(0.0, turn - clock.now()))

@@ -13,8 +13,11 @@ from holdoff import Outcome
 
 def policy(clock: holdoff.ManualClock, **budget: object) -> holdoff.Policy:
     return holdoff.Policy(
-        holdoff.Breaker(trip=holdoff.ConsecutiveFailures(1),
-                        open_interval=holdoff.Backoff.constant(10), clock=clock),
+        holdoff.Breaker(
+            trip=holdoff.ConsecutiveFailures(1),
+            open_interval=holdoff.Backoff.constant(10),
+            clock=clock,
+        ),
         holdoff.RetryBudget(clock=clock, **budget),  # type: ignore[arg-type]
     )
 
@@ -30,7 +33,12 @@ def test_steps_of_a_call_that_fails_then_succeeds() -> None:
     w = ex.complete("raised", Outcome.TIMEOUT)
     assert isinstance(w, holdoff.WaitPlan)
     assert (w.attempts, w.delay, w.source, w.capped, w.server_delay) == (
-        1, 10.0, "breaker", False, None)
+        1,
+        10.0,
+        "breaker",
+        False,
+        None,
+    )
     assert ex.last_outcome == Outcome.TIMEOUT
     clock.advance(w.delay)
     a = ex.next_step()
@@ -39,7 +47,13 @@ def test_steps_of_a_call_that_fails_then_succeeds() -> None:
     v = ex.complete("returned", "success")
     assert isinstance(v, holdoff.Verdict)
     assert (v.kind, v.attempts, v.reason, v.retry_after, v.server_delay, v.capped) == (
-        "return", 2, None, None, None, False)
+        "return",
+        2,
+        None,
+        None,
+        None,
+        False,
+    )
     assert ex.verdict == v and ex.next_step() == v and ex.cancel() == v
     assert repr(v) == "Verdict(kind='return', attempts=2)"
 
@@ -65,11 +79,21 @@ def test_verdicts() -> None:
     w = ex.complete_response(429, {"Retry-After": "400"})
     assert isinstance(w, holdoff.Verdict)  # 300 s of wait does not fit in 60 s
     assert (w.kind, w.reason, w.retry_after, w.server_delay, w.capped) == (
-        "give_up", "total_timeout", 300.0, 400.0, True)
+        "give_up",
+        "total_timeout",
+        300.0,
+        400.0,
+        True,
+    )
     ex = holdoff.Execution(p)
     v = ex.next_step()  # the 429 opened the breaker
     assert isinstance(v, holdoff.Verdict)
-    assert (v.kind, v.attempts, v.reason, v.retry_after) == ("breaker_open", 0, "breaker_open", 300.0)
+    assert (v.kind, v.attempts, v.reason, v.retry_after) == (
+        "breaker_open",
+        0,
+        "breaker_open",
+        300.0,
+    )
 
 
 def test_a_value_that_is_not_a_status_ends_the_call() -> None:
@@ -80,7 +104,7 @@ def test_a_value_that_is_not_a_status_ends_the_call() -> None:
     with pytest.raises(holdoff.InputTypeError):
         ex.complete_response("200")  # type: ignore[arg-type]
     assert ex.verdict is None  # the attempt is still in progress
-    with pytest.raises(holdoff.InvalidInput) as e:
+    with pytest.raises(holdoff.InvalidInputError) as e:
         ex.complete_response(1000)
     assert e.value.field == "status"
     v = ex.verdict
@@ -92,21 +116,26 @@ def test_misuse_is_refused() -> None:
     clock = holdoff.ManualClock()
     p = policy(clock)
     ex = holdoff.Execution(p)
-    with pytest.raises(holdoff.InvalidInput) as e:
+    with pytest.raises(holdoff.InvalidInputError) as e:
         ex.complete("returned", "success")
     assert e.value.field == "execution"
     ex.next_step()
-    with pytest.raises(holdoff.InvalidInput) as e:
+    with pytest.raises(holdoff.InvalidInputError) as e:
         ex.next_step()
     assert e.value.field == "execution"
-    for args, field in [(("returned",), "outcome"), (("raised", None), "outcome"),
-                        (("bug", "failure"), "outcome"), (("done",), "attempted"),
-                        ((1,), "attempted"), (("returned", "bogus"), "outcome")]:
+    for args, field in [
+        (("returned",), "outcome"),
+        (("raised", None), "outcome"),
+        (("bug", "failure"), "outcome"),
+        (("done",), "attempted"),
+        ((1,), "attempted"),
+        (("returned", "bogus"), "outcome"),
+    ]:
         with pytest.raises(holdoff.InputTypeError) as te:
             ex.complete(*args)  # type: ignore[arg-type]
         assert te.value.field == field, args
     assert p.breaker.snapshot().probes_in_flight == 0 and ex.attempts == 1
-    with pytest.raises(holdoff.InvalidConfig) as ce:
+    with pytest.raises(holdoff.InvalidConfigError) as ce:
         holdoff.Execution(p, total_timeout=-1)
     assert ce.value.field == "execute.total_timeout"
     with pytest.raises(TypeError):

@@ -14,8 +14,9 @@ from holdoff import Outcome
 
 
 def group(max_keys: int, **kw: object) -> holdoff.BreakerGroup:
-    return holdoff.BreakerGroup(trip=holdoff.ConsecutiveFailures(1), max_keys=max_keys,
-                                clock=holdoff.ManualClock(), **kw)  # type: ignore[arg-type]
+    return holdoff.BreakerGroup(
+        trip=holdoff.ConsecutiveFailures(1), max_keys=max_keys, clock=holdoff.ManualClock(), **kw
+    )  # type: ignore[arg-type]
 
 
 def fail(b: holdoff.Breaker) -> None:
@@ -29,7 +30,7 @@ def test_defaults_and_bounds() -> None:
     assert (s.keys, s.max_keys, s.evictions, s.overflows) == (0, 10_000, 0, 0)
     assert holdoff.BreakerGroup(max_keys=100_000_000).max_keys == 100_000_000
     for bad in (0, -1, 100_000_001, 10**30, -(10**30)):
-        with pytest.raises(holdoff.InvalidConfig) as e:
+        with pytest.raises(holdoff.InvalidConfigError) as e:
             holdoff.BreakerGroup(max_keys=bad)
         assert e.value.field == "group.max_keys"
         assert e.value.rule == "must be between 1 and 100000000"
@@ -110,3 +111,15 @@ def test_a_listener_stays_on_the_kept_breaker() -> None:
     g["a"].on_state_change(lambda ev: seen.append((ev.to_state, ev.reason)))
     fail(g["a"])
     assert seen == [("open", "tripped")]
+
+
+def test_group_makes_breakers_lazily_from_the_template() -> None:
+    clock = holdoff.ManualClock()
+    g = holdoff.BreakerGroup(trip=holdoff.ConsecutiveFailures(2), clock=clock)
+    assert len(g) == 0 and "a" not in g and g.peek("a") is None
+    a = g.get("a")
+    assert g["a"] is a and g.peek("a") is a and "a" in g
+    fail(a)
+    fail(a)
+    assert g["a"].state == "open" and g["b"].state == "closed"
+    assert g.keys() == ["a", "b"]

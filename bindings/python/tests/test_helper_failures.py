@@ -8,14 +8,16 @@ the call and gives a retry already paid for back to the quota."""
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 import warnings
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 import pytest
 
 import holdoff
+from half_open import assert_probe_freed, half_open
 from holdoff import Outcome
 
 
@@ -25,8 +27,9 @@ class World:
         self.breaker = holdoff.Breaker(clock=self.clock, **breaker)
         self.quota = holdoff.RetryQuota()
         self.policy = holdoff.Policy(
-            self.breaker, holdoff.RetryBudget(max_retries=3, clock=self.clock), self.quota)
-        self.attempts: List[Tuple[int, str]] = []
+            self.breaker, holdoff.RetryBudget(max_retries=3, clock=self.clock), self.quota
+        )
+        self.attempts: list[tuple[int, str]] = []
         self.calls = 0
 
     def after_attempt(self, plan: holdoff.AttemptPlan, outcome: Outcome) -> None:
@@ -55,8 +58,11 @@ def cancelling() -> int:
 
 
 def in_use(e: BaseException) -> bool:
-    return (isinstance(e, holdoff.InvalidInput) and e.field == "execution"
-            and "in use by another step" in str(e))
+    return (
+        isinstance(e, holdoff.InvalidInputError)
+        and e.field == "execution"
+        and "in use by another step" in str(e)
+    )
 
 
 # -- an Execution stepped while a step runs -----------------------------------------------------
@@ -66,13 +72,22 @@ def test_an_execution_stepped_from_its_breakers_callback_is_refused_and_readable
     clock = holdoff.ManualClock()
     b = holdoff.Breaker(trip=holdoff.ConsecutiveFailures(1), clock=clock)
     ex = holdoff.Execution(holdoff.Policy(b, holdoff.RetryBudget(clock=clock)))
-    read: List[Any] = []
-    refused: List[Tuple[str, BaseException]] = []
+    read: list[Any] = []
+    refused: list[tuple[str, BaseException]] = []
 
     def nested(event: Any) -> None:
         # The getters show the execution as it was when the running step began.
-        read.append((ex.attempts, ex.verdict, ex.last_outcome, repr(ex), ex.attempt_timeout,
-                     ex.total_timeout, ex.policy is not None))
+        read.append(
+            (
+                ex.attempts,
+                ex.verdict,
+                ex.last_outcome,
+                repr(ex),
+                ex.attempt_timeout,
+                ex.total_timeout,
+                ex.policy is not None,
+            )
+        )
         steps = [
             ("next_step", ex.next_step),
             ("complete", lambda: ex.complete("returned", "success")),
@@ -90,12 +105,12 @@ def test_an_execution_stepped_from_its_breakers_callback_is_refused_and_readable
     assert isinstance(ex.next_step(), holdoff.AttemptPlan)
     w = ex.complete("raised", Outcome.FAILURE)  # trips the breaker: the callback runs
     assert read == [(1, None, None, "Execution(attempts=1, verdict=None)", None, 60.0, True)]
-    assert [name for name, _ in refused] == ["next_step", "complete", "complete_response",
-                                             "cancel"]
+    assert [name for name, _ in refused] == ["next_step", "complete", "complete_response", "cancel"]
     assert all(in_use(e) for _, e in refused), refused
     assert str(refused[0][1]) == (
         "invalid input: execution: in use by another step (a breaker's state-change callback, "
-        "or another thread): one caller drives an execution, one step at a time")
+        "or another thread): one caller drives an execution, one step at a time"
+    )
     # The outer step was kept whole.
     assert isinstance(w, holdoff.WaitPlan) and (w.attempts, w.source) == (1, "breaker")
     assert (ex.attempts, ex.last_outcome, ex.verdict) == (1, Outcome.FAILURE, None)
@@ -107,7 +122,7 @@ def test_an_execution_stepped_from_a_second_thread_is_refused() -> None:
     b = holdoff.Breaker(trip=holdoff.ConsecutiveFailures(1), clock=clock)
     ex = holdoff.Execution(holdoff.Policy(b, holdoff.RetryBudget(clock=clock)))
     inside, release = threading.Event(), threading.Event()
-    got: List[Any] = []
+    got: list[Any] = []
 
     def slow_callback(event: Any) -> None:
         inside.set()
@@ -136,14 +151,18 @@ def test_an_execution_stepped_from_a_second_thread_is_refused() -> None:
 # -- classifiers that return garbage ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("field,options,fn", [
-    ("classify_exception", {"classify_exception": lambda e: 42}, "down"),
-    ("classify_exception", {"classify_exception": lambda e: "retry"}, "down"),
-    ("classify_result", {"classify_result": lambda v: None}, "value"),
-    ("classify_result", {"classify_result": lambda v: [Outcome.FAILURE]}, "value"),
-])
+@pytest.mark.parametrize(
+    "field,options,fn",
+    [
+        ("classify_exception", {"classify_exception": lambda e: 42}, "down"),
+        ("classify_exception", {"classify_exception": lambda e: "retry"}, "down"),
+        ("classify_result", {"classify_result": lambda v: None}, "value"),
+        ("classify_result", {"classify_result": lambda v: [Outcome.FAILURE]}, "value"),
+    ],
+)
 def test_a_classifier_returning_garbage_is_a_type_error_naming_it(
-        field: str, options: Any, fn: str) -> None:
+    field: str, options: Any, fn: str
+) -> None:
     w = World(trip=holdoff.ConsecutiveFailures(1))
     with pytest.raises(holdoff.InputTypeError) as e:
         w.retrying(**options).call(w.down if fn == "down" else lambda: "value")
@@ -184,7 +203,7 @@ def test_a_raising_before_sleep_gives_the_paid_retry_back() -> None:
 
 def test_a_raising_after_attempt_gives_the_paid_retry_back() -> None:
     w = World()
-    seen: List[str] = []
+    seen: list[str] = []
 
     def boom(plan: holdoff.AttemptPlan, outcome: Outcome) -> None:
         seen.append(outcome.name)
@@ -225,7 +244,7 @@ def test_a_raising_after_attempt_in_the_async_loop_gives_the_paid_retry_back() -
 def test_the_hook_sees_an_attempt_never_entered() -> None:
     w = World()
     with pytest.raises(RuntimeError, match="context manager"):
-        for attempt in w.retrying():
+        for _attempt in w.retrying():
             pass
     assert w.attempts == [(1, "cancelled")]
     w.assert_nothing_held()
@@ -258,7 +277,8 @@ def test_a_sync_sleep_returning_an_awaitable_is_a_type_error_naming_it() -> None
 
 @pytest.mark.parametrize("returns", [None, 0.5, "soon"])
 def test_an_async_sleep_returning_no_awaitable_is_found_before_a_timed_attempt(
-        returns: Any) -> None:
+    returns: Any,
+) -> None:
     # An attempt with a time limit (here the attempt timeout; by default the 60 s total) is
     # timed by async_sleep, called before the operation, which then never runs.
     w = World(trip=holdoff.ConsecutiveFailures(1))
@@ -272,8 +292,10 @@ def test_an_async_sleep_returning_no_awaitable_is_found_before_a_timed_attempt(
     async def main() -> int:
         with pytest.raises(TypeError) as e:
             await w.retrying(attempt_timeout=1, async_sleep=lambda d: returns).call_async(fetch)
-        assert str(e.value) == ("async_sleep must return an awaitable (an async def, "
-                                f"asyncio.sleep), not {type(returns).__name__}")
+        assert str(e.value) == (
+            "async_sleep must return an awaitable (an async def, "
+            f"asyncio.sleep), not {type(returns).__name__}"
+        )
         return cancelling()
 
     assert asyncio.run(main()) == 0
@@ -302,7 +324,7 @@ def test_an_attempt_timer_whose_sleeper_fails_abandons_the_attempt() -> None:
     # The sleeper timing the attempt fails half-way: the attempt is cut (not left running with
     # no limit), recorded as a programming error, and the sleeper's error propagates.
     w = World()
-    cut: List[BaseException] = []
+    cut: list[BaseException] = []
 
     async def broken_sleep(d: float) -> None:
         await asyncio.sleep(0)
@@ -317,9 +339,10 @@ def test_an_attempt_timer_whose_sleeper_fails_abandons_the_attempt() -> None:
             raise
         return "never"
 
-    async def main() -> Tuple[Optional[BaseException], int]:
+    async def main() -> tuple[BaseException | None, int]:
         t = asyncio.ensure_future(
-            w.retrying(attempt_timeout=5, async_sleep=broken_sleep).call_async(fetch))
+            w.retrying(attempt_timeout=5, async_sleep=broken_sleep).call_async(fetch)
+        )
         done, _ = await asyncio.wait({t}, timeout=30)  # wall clock: only turns a hang into a
         assert done, "the attempt ran on with no limit"  # failure
         error = t.exception()
@@ -330,3 +353,99 @@ def test_an_attempt_timer_whose_sleeper_fails_abandons_the_attempt() -> None:
     assert isinstance(context, asyncio.CancelledError) and len(cut) == 1 and count == 0
     assert w.calls == 1 and w.attempts == [(1, "cancelled")]
     w.assert_nothing_held()
+
+
+# -- a helper's own reporting fails: the probe is freed ---------------------------------------
+
+
+def _boom(_: Any) -> Any:
+    raise KeyError("classifier bug")
+
+
+class Resp:
+    def __init__(self, status: int) -> None:
+        self.status_code = status
+        self.headers: dict[str, str] = {}
+
+
+def _retry_later(delay: float) -> Any:
+    def fn() -> None:
+        raise holdoff.RetryLaterError(delay)
+
+    return fn
+
+
+def _fail() -> None:
+    raise OSError("down")
+
+
+CASES = [
+    pytest.param({"classify_result": _boom}, lambda: 1, KeyError, id="classify_result raises"),
+    pytest.param({"classify_exception": _boom}, _fail, KeyError, id="classify_exception raises"),
+    pytest.param(
+        {"classify_result": lambda r: "bogus"},
+        lambda: 1,
+        holdoff.InputTypeError,
+        id="unknown outcome name",
+    ),
+    pytest.param({}, _retry_later(-1), holdoff.InvalidInputError, id="RetryLaterError(-1)"),
+    pytest.param({}, _retry_later(math.nan), holdoff.InvalidInputError, id="RetryLaterError(nan)"),
+    pytest.param({"http": True}, lambda: Resp(1000), holdoff.InvalidInputError, id="status 1000"),
+    pytest.param({"http": True}, lambda: Resp(70000), holdoff.InvalidInputError, id="status 70000"),
+    pytest.param({"http": True}, lambda: Resp(-1), holdoff.InvalidInputError, id="status -1"),
+    pytest.param({"http": True}, lambda: object(), AttributeError, id="no status_code"),
+]
+
+
+@pytest.mark.parametrize("options,fn,exc", CASES)
+def test_call_records_the_probe_as_cancelled(options: Any, fn: Any, exc: type) -> None:
+    pol = half_open()
+    with pytest.raises(exc):
+        pol.retrying(sleep=lambda d: None, **options).call(fn)
+    assert_probe_freed(pol)
+
+
+@pytest.mark.parametrize("options,fn,exc", CASES)
+def test_decorator_records_the_probe_as_cancelled(options: Any, fn: Any, exc: type) -> None:
+    pol = half_open()
+    with pytest.raises(exc):
+        pol.retrying(sleep=lambda d: None, **options)(fn)()
+    assert_probe_freed(pol)
+
+
+@pytest.mark.parametrize("options,fn,exc", CASES)
+def test_call_async_records_the_probe_as_cancelled(options: Any, fn: Any, exc: type) -> None:
+    pol = half_open()
+
+    async def afn() -> Any:
+        return fn()
+
+    async def sleep(_: float) -> None:
+        pass
+
+    with pytest.raises(exc):
+        asyncio.run(pol.retrying(async_sleep=sleep, **options).call_async(afn))
+    assert_probe_freed(pol)
+
+
+def test_attempt_records_the_probe_as_cancelled() -> None:
+    pol = half_open()
+    with pytest.raises(holdoff.InvalidInputError):
+        for attempt in pol.retrying(sleep=lambda d: None):
+            with attempt:
+                attempt.response(1000)
+    assert_probe_freed(pol)
+
+    pol = half_open()
+    with pytest.raises(holdoff.InputTypeError):
+        for attempt in pol.retrying(sleep=lambda d: None):
+            with attempt:
+                attempt.record("bogus")  # type: ignore[arg-type]
+    assert_probe_freed(pol)
+
+    pol = half_open()
+    with pytest.raises(KeyError):
+        for attempt in pol.retrying(sleep=lambda d: None, classify_exception=_boom):
+            with attempt:
+                raise OSError("down")
+    assert_probe_freed(pol)

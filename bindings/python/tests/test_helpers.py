@@ -3,8 +3,11 @@ the caller gets. Time moves through a ManualClock; the injected ``sleep`` advanc
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 from datetime import timedelta
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any
 
 import pytest
 
@@ -15,17 +18,24 @@ from holdoff import Outcome
 class World:
     """A manual clock, a policy on it, and a sleep function that records and advances time."""
 
-    def __init__(self, *, max_retries: int = 3, quota: bool = False,
-                 budget: Optional[Dict[str, Any]] = None, **breaker: Any) -> None:
+    def __init__(
+        self,
+        *,
+        max_retries: int = 3,
+        quota: bool = False,
+        budget: dict[str, Any] | None = None,
+        **breaker: Any,
+    ) -> None:
         self.clock = holdoff.ManualClock()
         self.breaker = holdoff.Breaker(clock=self.clock, **breaker)
-        self.budget = holdoff.RetryBudget(max_retries=max_retries, clock=self.clock,
-                                          **(budget or {}))
+        self.budget = holdoff.RetryBudget(
+            max_retries=max_retries, clock=self.clock, **(budget or {})
+        )
         self.quota = holdoff.RetryQuota() if quota else None
         self.policy = holdoff.Policy(self.breaker, self.budget, self.quota)
-        self.slept: List[float] = []
-        self.waits: List[holdoff.WaitPlan] = []
-        self.attempts: List[Tuple[int, bool, Optional[float], str]] = []
+        self.slept: list[float] = []
+        self.waits: list[holdoff.WaitPlan] = []
+        self.attempts: list[tuple[int, bool, float | None, str]] = []
 
     def sleep(self, d: float) -> None:
         assert d >= 0.0
@@ -60,7 +70,7 @@ class Flaky:
 
 
 class Response:
-    def __init__(self, status_code: int, headers: Optional[Dict[str, str]] = None) -> None:
+    def __init__(self, status_code: int, headers: dict[str, str] | None = None) -> None:
         self.status_code = status_code
         self.headers = headers or {}
 
@@ -76,10 +86,10 @@ def test_defaults_and_limits() -> None:
     r = w.policy.retrying(attempt_timeout=timedelta(milliseconds=250), total_timeout=None)
     assert (r.attempt_timeout, r.total_timeout) == (0.25, None)
     for field, bad, error in [
-        ("execute.attempt_timeout", 0, holdoff.InvalidConfig),
-        ("execute.attempt_timeout", -1.0, holdoff.InvalidConfig),
-        ("execute.total_timeout", float("nan"), holdoff.InvalidConfig),
-        ("execute.total_timeout", timedelta(0), holdoff.InvalidConfig),
+        ("execute.attempt_timeout", 0, holdoff.InvalidConfigError),
+        ("execute.attempt_timeout", -1.0, holdoff.InvalidConfigError),
+        ("execute.total_timeout", float("nan"), holdoff.InvalidConfigError),
+        ("execute.total_timeout", timedelta(0), holdoff.InvalidConfigError),
         ("execute.total_timeout", "60", holdoff.ConfigTypeError),
     ]:
         name = field.split(".")[1]
@@ -100,20 +110,58 @@ def test_options_are_checked() -> None:
         w.policy.retrying(http=1)
     with pytest.raises(TypeError, match="not both"):
         w.policy.retrying(http=True, classify_result=lambda v: "success")
-    with pytest.raises(TypeError, match="holdoff.Policy"):
+    with pytest.raises(TypeError, match=r"holdoff\.Policy"):
         holdoff.Retrying("policy")  # type: ignore[arg-type]
+
+
+def test_a_misspelled_option_is_a_type_error() -> None:
+    w = World()
+    makers = (
+        w.policy.retrying,
+        functools.partial(holdoff.Retrying, w.policy),
+        functools.partial(holdoff.retrying, w.policy),
+    )
+    for make in makers:
+        with pytest.raises(TypeError, match="htp"):
+            make(htp=True)
+    assert holdoff.retrying is holdoff.Policy.retrying
+
+
+def test_a_decorated_function_keeps_its_name_and_signature() -> None:
+    w = World()
+
+    def fetch(url: str, *, timeout: float = 1.0) -> str:
+        """Fetches url."""
+        return f"{url} {timeout}"
+
+    async def afetch(url: str, *, timeout: float = 1.0) -> str:
+        """Fetches url."""
+        return f"{url} {timeout}"
+
+    for fn in (fetch, afetch):
+        for decorated in (w.policy(fn), w.retrying()(fn)):
+            assert inspect.signature(decorated) == inspect.signature(fn)
+            assert (decorated.__name__, decorated.__doc__) == (fn.__name__, "Fetches url.")
+            assert decorated.__wrapped__ is fn  # type: ignore[attr-defined]
+            assert inspect.iscoroutinefunction(decorated) == (fn is afetch)
+    assert w.policy(fetch)("a", timeout=2.0) == "a 2.0"
+    assert asyncio.run(w.retrying()(afetch)("b")) == "b 1.0"
 
 
 def test_the_total_timeout_bounds_the_waits() -> None:
     w = World(max_retries=10)
-    with pytest.raises(holdoff.GiveUp) as e:
+    with pytest.raises(holdoff.GiveUpError) as e:
         w.retrying(total_timeout=2).call(Flaky(*[ConnectionError()] * 10))
     # 0.5 + 1 fit in 2 s; the next 2 s wait does not fit the 0.5 s left: give up now.
     assert (e.value.reason, e.value.attempts, w.slept, w.clock.now()) == (
-        "total_timeout", 3, [0.5, 1.0], 1.5)
+        "total_timeout",
+        3,
+        [0.5, 1.0],
+        1.5,
+    )
     assert isinstance(e.value.__cause__, ConnectionError)
     w = World(max_retries=10)
-    with pytest.raises(holdoff.GiveUp) as e:
+    with pytest.raises(holdoff.GiveUpError) as e:
         w.retrying(total_timeout=None).call(Flaky(*[ConnectionError()] * 11))
     assert (e.value.reason, e.value.attempts) == ("attempts_exhausted", 11)
 
@@ -136,7 +184,7 @@ def test_a_sync_attempt_that_overran_its_limit_counts_as_what_it_did() -> None:
         w.clock.advance(3)
         raise ConnectionResetError("reset")
 
-    with pytest.raises(holdoff.GiveUp) as e:
+    with pytest.raises(holdoff.GiveUpError) as e:
         w.retrying(attempt_timeout=1).call(slow_error)
     assert isinstance(e.value.__cause__, ConnectionResetError)
     assert w.attempts == [(1, False, 1.0, "failure")]
@@ -219,12 +267,18 @@ def test_decorator_retries_with_the_budgets_backoff() -> None:
 def test_give_up_carries_reason_attempts_and_the_last_error() -> None:
     w = World()
     errors = [TimeoutError(str(i)) for i in range(10)]
-    with pytest.raises(holdoff.GiveUp) as e:
+    with pytest.raises(holdoff.GiveUpError) as e:
         w.retrying().call(Flaky(*errors))
     g = e.value
-    assert isinstance(g, holdoff.UpstreamUnavailable)
+    assert isinstance(g, holdoff.UpstreamUnavailableError)
     assert (g.reason, g.attempts, g.retry_after, g.server_delay, g.capped, g.result) == (
-        "attempts_exhausted", 4, None, None, False, None)
+        "attempts_exhausted",
+        4,
+        None,
+        None,
+        False,
+        None,
+    )
     assert g.__cause__ is errors[3]
     assert w.slept == [0.5, 1.0, 2.0]
     assert [a[3] for a in w.attempts] == ["timeout"] * 4
@@ -248,8 +302,10 @@ def test_final_answers_and_errors_called_successes_are_reraised_unchanged() -> N
     assert flaky.calls == 1
 
 
-@pytest.mark.parametrize("bug", [AttributeError("x"), TypeError("y"), KeyError("z"),
-                                 holdoff.GiveUp("attempts_exhausted")])
+@pytest.mark.parametrize(
+    "bug",
+    [AttributeError("x"), TypeError("y"), KeyError("z"), holdoff.GiveUpError("attempts_exhausted")],
+)
 def test_programming_errors_propagate_at_once_and_move_nothing(bug: BaseException) -> None:
     w = World(trip=holdoff.ConsecutiveFailures(1), quota=True)
     for _ in range(3):
@@ -291,7 +347,7 @@ def test_keyboard_interrupt_is_the_callers_cancellation() -> None:
 
 def test_retry_later_waits_the_providers_delay_then_probes() -> None:
     w = World(recoveries=1)
-    assert w.retrying().call(Flaky(holdoff.RetryLater(7.0))) == "ok"
+    assert w.retrying().call(Flaky(holdoff.RetryLaterError(7.0))) == "ok"
     assert w.slept == [7.0]
     kinds = [(e.reason, e.to_state, e.open_for) for e in w.breaker.drain_events()]
     assert kinds == [
@@ -305,24 +361,30 @@ def test_open_breaker_refuses_a_fresh_call_without_calling() -> None:
     w = World(trip=holdoff.ConsecutiveFailures(1))
     w.breaker.record(w.breaker.allow(), Outcome.FAILURE)
     flaky = Flaky()
-    with pytest.raises(holdoff.BreakerOpen) as e:
+    with pytest.raises(holdoff.BreakerOpenError) as e:
         w.retrying().call(flaky)
     b = e.value
-    assert flaky.calls == 0 and isinstance(b, holdoff.UpstreamUnavailable)
+    assert flaky.calls == 0 and isinstance(b, holdoff.UpstreamUnavailableError)
     assert (b.reason, b.attempts, b.retry_after, b.state, b.server_delay, b.capped) == (
-        "breaker_open", 0, 30.0, "open", None, False)
+        "breaker_open",
+        0,
+        30.0,
+        "open",
+        None,
+        False,
+    )
     assert b.__cause__ is None and b.result is None
 
 
 def test_a_retry_the_breaker_keeps_waiting_past_the_budget_is_breaker_open() -> None:
     w = World(trip=holdoff.ConsecutiveFailures(1), budget={"max_backoff_duration": 20})
     down = ConnectionError("down")
-    with pytest.raises(holdoff.BreakerOpen) as e:
+    with pytest.raises(holdoff.BreakerOpenError) as e:
         w.retrying().call(Flaky(down))
     assert (e.value.attempts, e.value.retry_after, e.value.__cause__) == (1, 30.0, down)
     # Past the total timeout instead: a give-up, with the breaker's next probe as retry_after.
     w = World(trip=holdoff.ConsecutiveFailures(1))
-    with pytest.raises(holdoff.GiveUp) as g:
+    with pytest.raises(holdoff.GiveUpError) as g:
         w.retrying(total_timeout=20).call(Flaky(down))
     assert (g.value.reason, g.value.attempts, g.value.retry_after) == ("total_timeout", 1, 30.0)
 
@@ -342,14 +404,14 @@ def test_http_responses_use_the_policys_classifier() -> None:
     # a 404 is a final answer: returned (the same object), not retried
     not_found = Response(404)
     assert w.retrying(http=True).call(lambda: not_found) is not_found
-    # 500s until the budget gives up: GiveUp carries the last response
+    # 500s until the budget gives up: GiveUpError carries the last response
     last = Response(500)
-    with pytest.raises(holdoff.GiveUp) as e:
+    with pytest.raises(holdoff.GiveUpError) as e:
         w.retrying(http=True).call(lambda: last)
     assert e.value.reason == "attempts_exhausted" and e.value.result is last
     assert e.value.__cause__ is None
     # a status that is not a status
-    with pytest.raises(holdoff.InvalidInput) as ie:
+    with pytest.raises(holdoff.InvalidInputError) as ie:
         w.retrying(http=True).call(lambda: Response(1000))
     assert ie.value.field == "status"
 
@@ -397,12 +459,12 @@ def test_attempt_iterator() -> None:
             attempt.response(statuses.pop(0), {"Retry-After": "3"})
     assert w.slept[-1] == 3.0
     # a value, classified as the options say, attached to the give-up
-    with pytest.raises(holdoff.GiveUp) as e:
+    with pytest.raises(holdoff.GiveUpError) as e:
         for attempt in w.retrying(http=True):
             with attempt:
                 attempt.set_result(Response(502))
     assert e.value.result.status_code == 502 and attempt.result is e.value.result
-    with pytest.raises(holdoff.GiveUp):
+    with pytest.raises(holdoff.GiveUpError):
         for attempt in w.retrying():
             with attempt:
                 attempt.record(Outcome.FAILURE)
@@ -413,7 +475,7 @@ def test_attempts_must_be_used_as_context_managers() -> None:
     w.breaker.record(w.breaker.allow(), Outcome.FAILURE)
     w.clock.set(30)
     with pytest.raises(RuntimeError, match="context manager"):
-        for attempt in w.retrying():
+        for _attempt in w.retrying():
             pass
     assert w.breaker.snapshot().probes_in_flight == 0
 
@@ -428,3 +490,25 @@ def test_leaving_the_loop_mid_attempt_frees_the_probe() -> None:
     loop.close()  # `break` before the block ran
     s = w.breaker.snapshot()
     assert (s.probes_in_flight, s.failures) == (0, 0)
+
+
+def test_helpers_give_up_above_the_cap_with_the_servers_delay() -> None:
+    clock = holdoff.ManualClock()
+    policy = holdoff.Policy(
+        holdoff.Breaker(clock=clock),
+        holdoff.RetryBudget(retry_after_cap=60, give_up_above_cap=True, clock=clock),
+    )
+    calls = []
+
+    def fetch() -> None:
+        calls.append(clock.now())
+        raise holdoff.RetryLaterError(90)
+
+    with pytest.raises(holdoff.GiveUpError) as e:
+        policy.retrying(sleep=clock.advance).call(fetch)
+    assert (e.value.reason, e.value.retry_after, e.value.attempts) == (
+        "retry_after_above_cap",
+        90.0,
+        1,
+    )
+    assert calls == [0.0]

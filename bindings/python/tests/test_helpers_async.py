@@ -6,13 +6,13 @@ the loop's clock) move only manual-clock time; the injected-sleeper timer is che
 from __future__ import annotations
 
 import asyncio
-from typing import Any, List, Optional, Tuple
+from typing import Any
 
 import pytest
-from manual_loop import run
 
 import holdoff
 from holdoff import Outcome
+from manual_loop import run
 
 
 class World:
@@ -22,26 +22,28 @@ class World:
         self.policy = holdoff.Policy(
             self.breaker, holdoff.RetryBudget(max_retries=max_retries, clock=self.clock)
         )
-        self.attempts: List[Tuple[int, bool, Optional[float], str, float]] = []
-        self.waits: List[Tuple[float, str]] = []
+        self.attempts: list[tuple[int, bool, float | None, str, float]] = []
+        self.waits: list[tuple[float, str]] = []
 
     def after_attempt(self, plan: holdoff.AttemptPlan, outcome: Outcome) -> None:
         self.attempts.append(
-            (plan.number, plan.probe, plan.time_limit, outcome.name, self.clock.now()))
+            (plan.number, plan.probe, plan.time_limit, outcome.name, self.clock.now())
+        )
 
     def before_sleep(self, w: holdoff.WaitPlan) -> None:
         self.waits.append((w.delay, w.source))
 
     def retrying(self, **kw: Any) -> holdoff.Retrying:
         return self.policy.retrying(
-            after_attempt=self.after_attempt, before_sleep=self.before_sleep, **kw)
+            after_attempt=self.after_attempt, before_sleep=self.before_sleep, **kw
+        )
 
 
 async def injected_sleep(d: float) -> None:
     await asyncio.sleep(d)
 
 
-def cancelling(task: "asyncio.Task[Any]") -> int:
+def cancelling(task: asyncio.Task[Any]) -> int:
     return task.cancelling() if hasattr(task, "cancelling") else 0
 
 
@@ -62,7 +64,11 @@ def test_async_decorator_and_call_async_sleep_on_the_loop() -> None:
 
     run(w.clock, main())
     assert [(a[0], a[3], a[4]) for a in w.attempts] == [
-        (1, "failure", 0.25), (2, "timeout", 1.0), (3, "success", 2.25), (1, "success", 2.25)]
+        (1, "failure", 0.25),
+        (2, "timeout", 1.0),
+        (3, "success", 2.25),
+        (1, "success", 2.25),
+    ]
     assert w.waits == [(0.5, "backoff"), (1.0, "backoff")]
     assert fetch.__name__ == "fetch"
 
@@ -72,7 +78,7 @@ def test_an_attempt_is_cut_at_its_time_limit_as_a_timeout(sleeper: str) -> None:
     w = World(max_retries=1)
     extra = {} if sleeper == "default" else {"async_sleep": injected_sleep}
     hangs = [True, False]
-    counts: List[int] = []
+    counts: list[int] = []
 
     async def fetch() -> str:
         counts.append(cancelling(asyncio.current_task()))  # type: ignore[arg-type]
@@ -92,7 +98,7 @@ def test_an_attempt_is_cut_at_its_time_limit_as_a_timeout(sleeper: str) -> None:
         await asyncio.Event().wait()
 
     async def call() -> BaseException:
-        with pytest.raises(holdoff.GiveUp) as e:
+        with pytest.raises(holdoff.GiveUpError) as e:
             await w.retrying(attempt_timeout=0.1, **extra).call_async(hang)
         assert cancelling(asyncio.current_task()) == 0  # type: ignore[arg-type]
         return e.value
@@ -101,7 +107,11 @@ def test_an_attempt_is_cut_at_its_time_limit_as_a_timeout(sleeper: str) -> None:
     cause = g.__cause__
     assert isinstance(cause, holdoff.AttemptTimeoutError) and isinstance(cause, TimeoutError)
     assert (g.reason, cause.attempt, cause.time_limit, w.clock.now()) == (
-        "attempts_exhausted", 1, 0.1, 0.1)
+        "attempts_exhausted",
+        1,
+        0.1,
+        0.1,
+    )
 
 
 def test_the_total_timeout_cuts_a_hanging_attempt() -> None:
@@ -111,7 +121,7 @@ def test_the_total_timeout_cuts_a_hanging_attempt() -> None:
         await asyncio.Event().wait()
 
     async def call() -> BaseException:
-        with pytest.raises(holdoff.GiveUp) as e:
+        with pytest.raises(holdoff.GiveUpError) as e:
             await w.retrying().call_async(hang)  # the defaults: no attempt timeout, 60 s in all
         return e.value
 
@@ -122,7 +132,7 @@ def test_the_total_timeout_cuts_a_hanging_attempt() -> None:
 
 def test_async_for_runs_each_block_under_its_limit() -> None:
     w = World()
-    seen: List[Tuple[int, Optional[float]]] = []
+    seen: list[tuple[int, float | None]] = []
 
     async def main() -> Any:
         async for attempt in w.retrying(attempt_timeout=1):
@@ -160,13 +170,13 @@ def test_a_cancelled_probe_frees_its_slot_and_spends_its_window() -> None:
     assert w.attempts == [(1, True, 60.0, "cancelled", 30.0)]
     s = w.breaker.snapshot()
     assert (s.probes_in_flight, s.probe_ready, s.retry_after) == (0, False, 30.0)
-    with pytest.raises(holdoff.BreakerOpen):
+    with pytest.raises(holdoff.BreakerOpenError):
         w.breaker.allow()
 
 
 def test_a_cancellation_during_a_wait_ends_the_call() -> None:
     w = World()
-    calls: List[float] = []
+    calls: list[float] = []
 
     async def down() -> None:
         calls.append(w.clock.now())
@@ -189,7 +199,7 @@ def test_the_callers_cancellation_at_the_limit_ends_the_call() -> None:
     # The caller cancels just as the limit passes (the timer has not run yet): the call ends
     # with the caller's cancellation, still requested; the breaker records a timeout.
     w = World(max_retries=1)
-    calls: List[float] = []
+    calls: list[float] = []
 
     async def fetch() -> str:
         calls.append(w.clock.now())

@@ -38,7 +38,7 @@ import gc
 import os
 import resource
 import sys
-from typing import Callable, NamedTuple, Optional
+from typing import Callable, NamedTuple
 
 import holdoff
 from holdoff import Outcome
@@ -65,7 +65,7 @@ NATIVE = Bound(floor=64 * KB, per_iteration=16)
 RSS = Bound(floor=1 * MB, per_iteration=16)
 
 
-def sizes(full: int) -> "tuple[int, int]":
+def sizes(full: int) -> tuple[int, int]:
     """(total, warm-up) iterations of a loop of `full` iterations at this run's scale."""
     total = int(full * SCALE)
     return total, total // 10
@@ -86,13 +86,21 @@ class _MallInfo2(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_size_t)
         for name in (
-            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks",
-            "fordblks", "keepcost",
+            "arena",
+            "ordblks",
+            "smblks",
+            "hblks",
+            "hblkhd",
+            "usmblks",
+            "fsmblks",
+            "uordblks",
+            "fordblks",
+            "keepcost",
         )
     ]
 
 
-def _mallinfo2() -> "Optional[Callable[[], _MallInfo2]]":
+def _mallinfo2() -> Callable[[], _MallInfo2] | None:
     try:
         f = ctypes.CDLL(None).mallinfo2  # glibc >= 2.33
     except (AttributeError, OSError):
@@ -105,7 +113,7 @@ def _mallinfo2() -> "Optional[Callable[[], _MallInfo2]]":
 MALLINFO2 = _mallinfo2()
 
 
-def native_heap() -> Optional[int]:
+def native_heap() -> int | None:
     """Bytes in use in malloc's heap (all arenas, mmapped chunks included); None off glibc."""
     if MALLINFO2 is None:
         return None
@@ -116,7 +124,7 @@ def native_heap() -> Optional[int]:
 class Usage(NamedTuple):
     rss: int
     blocks: int
-    native: Optional[int]
+    native: int | None
 
 
 def settled() -> Usage:
@@ -159,9 +167,9 @@ def test_breakers_permits_leases_and_calls_leave_memory_flat() -> None:
             b = holdoff.Breaker(clock=clock)  # a breaker
             b.record(b.allow(), outcomes[i & 3])  # a permit, recorded
             quota.on_success(quota.acquire(timeout=bool(i & 1)))  # a quota lease, refunded
-            # A logical call through a policy: Call, Permit, Decision; every eighth fails once
+            # A logical call through a policy: PolicyCall, Permit, Decision; every eighth fails once
             # and retries (a lease taken inside and refunded).
-            call = holdoff.Call()
+            call = holdoff.PolicyCall()
             permit = policy.before_attempt(call)
             assert isinstance(permit, holdoff.Permit)
             if i & 7:
@@ -195,10 +203,12 @@ def test_whole_policies_leave_memory_flat() -> None:
             # only if the extension lets the garbage collector traverse and clear it.
             breaker.on_state_change(lambda e, b=breaker: b.snapshot())
             policy = holdoff.Policy(
-                breaker, holdoff.RetryBudget(clock=clock), holdoff.RetryQuota(),
+                breaker,
+                holdoff.RetryBudget(clock=clock),
+                holdoff.RetryQuota(),
                 holdoff.Classifier(),
             )
-            call = holdoff.Call()
+            call = holdoff.PolicyCall()
             permit = policy.before_attempt(call)
             assert isinstance(permit, holdoff.Permit)
             decision, _ = policy.after_response(call, permit, 503, {"Retry-After": "2"})

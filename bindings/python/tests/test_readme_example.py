@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from typing import List
 
 import pytest
-from manual_loop import run
 
 import holdoff
+from manual_loop import run
 
 
 def closed_port() -> int:
@@ -33,10 +32,17 @@ def readme_policy(clock: holdoff.ManualClock) -> holdoff.Policy:
     return holdoff.Policy(breaker, budget)
 
 
-def check(e: holdoff.UpstreamUnavailable, clock: holdoff.ManualClock, starts: List[float]) -> None:
-    assert isinstance(e, holdoff.GiveUp)
+def check(
+    e: holdoff.UpstreamUnavailableError, clock: holdoff.ManualClock, starts: list[float]
+) -> None:
+    assert isinstance(e, holdoff.GiveUpError)
     assert (e.reason, e.attempts, e.retry_after, e.server_delay, e.capped) == (
-        "total_timeout", 6, 60.0, None, False)
+        "total_timeout",
+        6,
+        60.0,
+        None,
+        False,
+    )
     assert isinstance(e.__cause__, OSError)  # the last refusal
     assert starts == [0.0, 0.5, 1.5, 3.5, 7.5, 37.5]
     assert clock.now() == 37.5
@@ -47,16 +53,16 @@ def test_the_readme_example_gives_up_within_the_total_timeout() -> None:
     clock = holdoff.ManualClock()
     policy = readme_policy(clock)
     url = f"http://127.0.0.1:{closed_port()}/items"
-    starts: List[float] = []
+    starts: list[float] = []
 
     @policy.retrying(http=True, sleep=clock.advance)
-    def fetch(url: str) -> "requests.Response":
+    def fetch(url: str) -> requests.Response:
         starts.append(clock.now())
         return requests.get(url, timeout=10)
 
     try:
         fetch(url)
-    except holdoff.UpstreamUnavailable as e:
+    except holdoff.UpstreamUnavailableError as e:
         assert isinstance(e.__cause__, requests.exceptions.ConnectionError)
         check(e, clock, starts)
     else:
@@ -67,7 +73,7 @@ def test_the_async_helper_gives_up_within_the_total_timeout() -> None:
     clock = holdoff.ManualClock()
     policy = readme_policy(clock)
     port = closed_port()
-    starts: List[float] = []
+    starts: list[float] = []
 
     @policy  # every default, asyncio.sleep included
     async def fetch() -> None:
@@ -75,8 +81,8 @@ def test_the_async_helper_gives_up_within_the_total_timeout() -> None:
         _, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.close()
 
-    async def main() -> holdoff.UpstreamUnavailable:
-        with pytest.raises(holdoff.UpstreamUnavailable) as e:
+    async def main() -> holdoff.UpstreamUnavailableError:
+        with pytest.raises(holdoff.UpstreamUnavailableError) as e:
             await fetch()
         return e.value
 

@@ -3,8 +3,11 @@ hand-written stubs (and pytest runs it)."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
-from typing import List, Optional
+from typing import TYPE_CHECKING
+
+import pytest
 
 import holdoff
 
@@ -18,7 +21,7 @@ def test_typed_usage() -> None:
     )
     budget = holdoff.RetryBudget(retry_after_cap=300, clock=clock)
     policy = holdoff.Policy(breaker, budget, holdoff.RetryQuota(), holdoff.Classifier())
-    events: List[holdoff.StateChange] = []
+    events: list[holdoff.StateChange] = []
     breaker.on_state_change(events.append)
 
     @policy.retrying(sleep=clock.advance)
@@ -29,10 +32,10 @@ def test_typed_usage() -> None:
     assert result == "3"
     state: holdoff.State = breaker.snapshot().state
     effect: holdoff.Effect = breaker.record(breaker.allow(), holdoff.Outcome.SUCCESS)
-    delay: Optional[float] = holdoff.parse_retry_after("5", now=clock).delay
-    before = policy.before_attempt(holdoff.Call())
+    delay: float | None = holdoff.parse_retry_after("5", now=clock).delay
+    before = policy.before_attempt(holdoff.PolicyCall())
     if isinstance(before, holdoff.Permit):
-        d = policy.after_attempt(holdoff.Call(), before, "success")
+        d = policy.after_attempt(holdoff.PolicyCall(), before, "success")
         assert d.action == "done"
     assert (state, effect, delay, events) == ("closed", "counted", 5.0, [])
 
@@ -41,28 +44,34 @@ def test_typed_usage() -> None:
     counts: holdoff.GroupSnapshot = group.snapshot()
     assert (kept.state, counts.keys, counts.max_keys, group.max_keys) == ("closed", 1, 100, 100)
     strict = holdoff.RetryBudget(retry_after_cap=60, give_up_above_cap=True, clock=clock)
-    reason: Optional[holdoff.GiveUpReason] = strict.decide(
+    reason: holdoff.GiveUpReason | None = strict.decide(
         holdoff.RetryState(), holdoff.Outcome.retry_later(61)
     ).reason
-    said: Optional[bool] = holdoff.Classifier().classify(409, {"x-should-retry": "true"}).should_retry
+    said: bool | None = holdoff.Classifier().classify(409, {"x-should-retry": "true"}).should_retry
     assert (reason, said) == ("retry_after_above_cap", True)
 
 
 def test_typed_helpers() -> None:
     clock = holdoff.ManualClock()
     policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock))
-    waits: List[holdoff.WaitPlan] = []
-    outcomes: List[str] = []
+    waits: list[holdoff.WaitPlan] = []
+    outcomes: list[str] = []
 
     def after(plan: holdoff.AttemptPlan, outcome: holdoff.Outcome) -> None:
         outcomes.append(f"{plan.number}:{outcome.name}")
 
-    def classify(exc: BaseException) -> Optional[holdoff.Outcome]:
-        return holdoff.Outcome.ANSWER if isinstance(exc, KeyError) else holdoff.classify_exception(exc)
+    def classify(exc: BaseException) -> holdoff.Outcome | None:
+        return (
+            holdoff.Outcome.ANSWER if isinstance(exc, KeyError) else holdoff.classify_exception(exc)
+        )
 
     retrying = policy.retrying(
-        attempt_timeout=timedelta(seconds=2), total_timeout=None, sleep=clock.advance,
-        before_sleep=waits.append, after_attempt=after, classify_exception=classify,
+        attempt_timeout=timedelta(seconds=2),
+        total_timeout=None,
+        sleep=clock.advance,
+        before_sleep=waits.append,
+        after_attempt=after,
+        classify_exception=classify,
     )
     failures = [ConnectionError("down")]
 
@@ -77,7 +86,11 @@ def test_typed_helpers() -> None:
         with attempt:
             attempt.set_result(attempt.number)
     assert (got, attempt.result, outcomes, [w.delay for w in waits]) == (
-        2, 1, ["1:failure", "2:success", "1:success"], [0.5])
+        2,
+        1,
+        ["1:failure", "2:success", "1:success"],
+        [0.5],
+    )
     try:
         holdoff.call(policy, lambda: 1 / 0)
     except ZeroDivisionError:
@@ -88,8 +101,73 @@ def test_typed_helpers() -> None:
         done = ex.complete("returned", holdoff.Outcome.SUCCESS)
         assert isinstance(done, holdoff.Verdict) and done.kind == "return"
     try:
-        raise holdoff.GiveUp("total_timeout", 60.0, 6, server_delay=None, capped=False)
-    except holdoff.UpstreamUnavailable as e:
+        raise holdoff.GiveUpError("total_timeout", 60.0, 6, server_delay=None, capped=False)
+    except holdoff.UpstreamUnavailableError as e:
         reason: str = e.reason
-        later: Optional[float] = e.retry_after
+        later: float | None = e.retry_after
         assert (reason, later, e.attempts, e.capped) == ("total_timeout", 60.0, 6, False)
+
+
+def test_typed_decorators_keep_the_signature() -> None:
+    clock = holdoff.ManualClock()
+    policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock))
+
+    @policy
+    def size(url: str, *, scale: int = 1) -> int:
+        return len(url) * scale
+
+    @policy.retrying(sleep=clock.advance)
+    async def name(n: int) -> str:
+        return str(n)
+
+    got: int = size("abc", scale=2)
+    said: str = asyncio.run(name(7))
+    called: int = policy.call(size, "ab", scale=3)
+    awaited: str = asyncio.run(holdoff.call_async(policy, name, 4))
+    assert (got, said, called, awaited) == (6, "7", 6, "4")
+    # Each line below is a type error (mypy --strict fails on an unused ignore).
+    with pytest.raises(TypeError):
+        size(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        size("abc", scael=2)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        policy.retrying(htp=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        holdoff.retrying(policy, htp=True)  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        policy.call(size, "a", 2)  # type: ignore[call-arg]
+    if TYPE_CHECKING:  # checked, never run (an unawaited coroutine)
+        name("7")  # type: ignore[arg-type,unused-coroutine]
+
+
+def test_typed_names_and_callbacks() -> None:
+    clock = holdoff.ManualClock()
+    breaker = holdoff.Breaker(trip=holdoff.ConsecutiveFailures(1), clock=clock)
+    changes: list[tuple[holdoff.State, holdoff.State, holdoff.Reason]] = []
+
+    def on_change(change: holdoff.StateChange) -> None:
+        changes.append((change.from_state, change.to_state, change.reason))
+
+    breaker.on_state_change(on_change)
+    breaker.record(breaker.allow(), holdoff.Outcome.FAILURE)
+    name: holdoff.OutcomeName = holdoff.Outcome.retry_later(1).name
+    assert (changes, name) == ([("closed", "open", "tripped")], "retry_later")
+    try:
+        breaker.allow()
+    except holdoff.BreakerOpenError as e:
+        state: holdoff.State = e.state
+        reason: holdoff.GiveUpReason = e.reason
+        assert (state, reason) == ("open", "breaker_open")
+    try:
+        holdoff.Breaker(recoveries=0)
+    except holdoff.FieldError as e:
+        field: str = e.field
+        rule: str = e.rule
+        assert (field, "between" in rule) == ("breaker.recoveries", True)
+
+    def by_count(n: int) -> None:
+        pass
+
+    if TYPE_CHECKING:  # checked, never run
+        breaker.on_state_change(by_count)  # type: ignore[arg-type]
+        holdoff.GiveUpError("gave_up")  # type: ignore[arg-type]

@@ -5,6 +5,11 @@ Durations are float seconds (``datetime.timedelta`` is accepted too). Time only 
 the clock an object was built with: :class:`SystemClock` by default, :class:`ManualClock` in
 tests.
 
+Errors end in ``Error`` (``GiveUpError``, ``BreakerOpenError``, ``InvalidConfigError``, ...);
+the names without the suffix (``GiveUp``, ``BreakerOpen``, ``InvalidConfig``, ...) are aliases
+of the same classes, as ``Call`` is of :class:`PolicyCall`. The errors that name a field share
+the base :class:`FieldError` (``field``, ``rule``).
+
 >>> import holdoff
 >>> clock = holdoff.ManualClock()
 >>> policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock))
@@ -17,33 +22,40 @@ tests.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Literal, TypeVar, Union
+from typing import Union
 
 from . import _holdoff
 from ._classify import classify_exception
 from ._errors import (
     AttemptTimeoutError,
     BreakerOpen,
+    BreakerOpenError,
     ClockBackwards,
+    ClockBackwardsError,
     ConfigTypeError,
+    FieldError,
     GiveUp,
+    GiveUpError,
     HoldoffError,
-    InvalidConfig,
     InputTypeError,
+    InvalidConfig,
+    InvalidConfigError,
     InvalidInput,
+    InvalidInputError,
     PermitError,
     QuotaEmpty,
+    QuotaEmptyError,
     RetryLater,
+    RetryLaterError,
     UpstreamUnavailable,
+    UpstreamUnavailableError,
 )
-from ._retrying import Attempt, Retrying, call, call_async, retrying
 from ._holdoff import (
     DEFAULT_TOTAL_TIMEOUT,
     AttemptPlan,
     Backoff,
     Breaker,
     BreakerGroup,
-    Call,
     Classification,
     Classifier,
     ConsecutiveFailures,
@@ -55,6 +67,7 @@ from ._holdoff import (
     ManualClock,
     Outcome,
     Permit,
+    PolicyCall,
     QuotaLease,
     RetryAfter,
     RetryBudget,
@@ -70,66 +83,35 @@ from ._holdoff import (
     hint_from_headers,
     parse_retry_after,
 )
+from ._names import (
+    Attempted,
+    DecisionAction,
+    Effect,
+    GiveUpReason,
+    HintSource,
+    OutcomeName,
+    Reason,
+    SimpleOutcomeName,
+    State,
+    Unusable,
+    VerdictKind,
+    WaitSource,
+)
+from ._policy import Policy, retrying
+from ._retrying import Attempt, Retrying, call, call_async
 
 __version__: str = _holdoff.__version__
 
-T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
-
-#: A breaker's state.
-State = Literal["closed", "open", "half_open", "forced_open", "disabled"]
-#: What recording an outcome did.
-Effect = Literal["counted", "stale", "ignored"]
-#: Why a breaker changed state.
-Reason = Literal[
-    "tripped", "retry_later", "probe_admitted", "probe_failed", "recovered",
-    "forced_open", "disabled", "reset",
-]
-#: Why the budget gave up.
-GiveUpReason = Literal[
-    "budget_spent", "retry_after_exceeds_remaining", "retry_after_above_cap",
-    "backoff_exceeds_remaining", "attempts_exhausted", "not_retryable", "quota_empty",
-    "breaker_open", "cancelled", "total_timeout",
-]
 #: A trip policy.
 TripPolicy = Union[ConsecutiveFailures, FailuresInWindow, FailureRate]
 #: A clock.
 Clock = Union[ManualClock, SystemClock]
 
+#: :class:`PolicyCall` under the core's own short name (``policy::Call``).
+Call = PolicyCall
+
 #: ``hint_from_headers`` under a shorter name.
 hint = hint_from_headers
-
-
-class Policy(_holdoff.Policy):
-    """One upstream's breaker, retry budget, optional quota and HTTP classifier.
-
-    ``before_attempt(call)`` / ``after_attempt(call, permit, outcome)`` are the two core
-    operations for callers that drive each attempt; the helpers run the core's retry loop
-    (:class:`Execution`):
-
-    * ``policy.call(fn, *args, **kwargs)`` and ``await policy.call_async(fn, ...)``
-    * ``@policy`` (sync or ``async def``) or ``@policy.retrying(attempt_timeout=..., ...)``
-    * ``for attempt in policy.retrying(): with attempt: ...`` (and ``async for``)
-    """
-
-    def retrying(self, **options: Any) -> Retrying:
-        """A :class:`Retrying` for this policy (options: ``attempt_timeout``,
-        ``total_timeout``, ``sleep``, ``async_sleep``, ``before_sleep``, ``after_attempt``,
-        ``classify_exception``, ``classify_result``, ``http``)."""
-        return Retrying(self, **options)
-
-    def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-        """Calls ``fn(*args, **kwargs)`` with the default options (``time.sleep``)."""
-        return Retrying(self).call(fn, *args, **kwargs)
-
-    async def call_async(self, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
-        """Awaits ``fn(*args, **kwargs)`` with the default options (``asyncio.sleep``)."""
-        return await Retrying(self).call_async(fn, *args, **kwargs)
-
-    def __call__(self, fn: F) -> F:
-        """Decorator: ``@policy`` retries every call of ``fn`` with the default options."""
-        return Retrying(self)(fn)
-
 
 #: The core's default open interval of a breaker: 30 s doubling to 300 s, no jitter.
 DEFAULT_OPEN_INTERVAL = Backoff.breaker_default()
@@ -137,59 +119,78 @@ DEFAULT_OPEN_INTERVAL = Backoff.breaker_default()
 DEFAULT_BUDGET_BACKOFF = Backoff.budget_default()
 
 __all__ = [
+    "DEFAULT_BUDGET_BACKOFF",
+    "DEFAULT_OPEN_INTERVAL",
+    "DEFAULT_TOTAL_TIMEOUT",
     "Attempt",
     "AttemptPlan",
     "AttemptTimeoutError",
+    "Attempted",
     "Backoff",
     "Breaker",
     "BreakerGroup",
     "BreakerOpen",
+    "BreakerOpenError",
     "Call",
     "Classification",
     "Classifier",
     "Clock",
     "ClockBackwards",
+    "ClockBackwardsError",
     "ConfigTypeError",
     "ConsecutiveFailures",
-    "DEFAULT_BUDGET_BACKOFF",
-    "DEFAULT_OPEN_INTERVAL",
-    "DEFAULT_TOTAL_TIMEOUT",
     "Decision",
+    "DecisionAction",
     "Effect",
     "Execution",
     "FailureRate",
     "FailuresInWindow",
+    "FieldError",
     "GiveUp",
+    "GiveUpError",
     "GiveUpReason",
     "GroupSnapshot",
+    "HintSource",
     "HoldoffError",
-    "InvalidConfig",
     "InputTypeError",
+    "InvalidConfig",
+    "InvalidConfigError",
     "InvalidInput",
+    "InvalidInputError",
     "ManualClock",
     "Outcome",
+    "OutcomeName",
     "Permit",
     "PermitError",
     "Policy",
+    "PolicyCall",
     "QuotaEmpty",
+    "QuotaEmptyError",
     "QuotaLease",
     "Reason",
     "RetryAfter",
     "RetryBudget",
     "RetryLater",
+    "RetryLaterError",
     "RetryQuota",
     "RetryState",
     "Retrying",
+    "SimpleOutcomeName",
     "Snapshot",
     "State",
     "StateChange",
     "Stop",
     "SystemClock",
     "TripPolicy",
+    "Unusable",
     "UpstreamUnavailable",
+    "UpstreamUnavailableError",
     "Verdict",
+    "VerdictKind",
     "Wait",
     "WaitPlan",
+    "WaitSource",
+    "__version__",
     "call",
     "call_async",
     "classify_exception",
@@ -197,5 +198,4 @@ __all__ = [
     "hint_from_headers",
     "parse_retry_after",
     "retrying",
-    "__version__",
 ]

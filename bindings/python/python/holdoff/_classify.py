@@ -5,9 +5,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import FrozenSet, Optional, Tuple
 
-from ._errors import RetryLater
+from ._errors import RetryLaterError
 from ._holdoff import Outcome
 
 __all__ = ["classify_exception"]
@@ -17,41 +16,45 @@ _FAILURE = Outcome.FAILURE
 _CANCELLED = Outcome.CANCELLED
 
 # asyncio.TimeoutError is the builtin TimeoutError from Python 3.11 on.
-_TIMEOUTS: Tuple[type, ...] = tuple({TimeoutError, asyncio.TimeoutError})
-_CANCELLATIONS: Tuple[type, ...] = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
+_TIMEOUTS: tuple[type, ...] = tuple({TimeoutError, asyncio.TimeoutError})
+_CANCELLATIONS: tuple[type, ...] = (asyncio.CancelledError, KeyboardInterrupt, SystemExit)
 
 # The usual HTTP clients' exceptions, by module and qualified name, so that nothing is imported
 # to classify (an exception of a client that is not installed cannot occur); subclasses count
 # too. Timeouts: requests' Timeout (ConnectTimeout, ReadTimeout), httpx's TimeoutException
 # (ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout), urllib3's TimeoutError, aiohttp's
 # ServerTimeoutError (also an asyncio.TimeoutError).
-_CLIENT_TIMEOUTS: FrozenSet[str] = frozenset({
-    "requests.exceptions.Timeout",
-    "httpx.TimeoutException",
-    "httpx._exceptions.TimeoutException",
-    "urllib3.exceptions.TimeoutError",
-    "aiohttp.client_exceptions.ServerTimeoutError",
-    "aiohttp.ServerTimeoutError",
-})
+_CLIENT_TIMEOUTS: frozenset[str] = frozenset(
+    {
+        "requests.exceptions.Timeout",
+        "httpx.TimeoutException",
+        "httpx._exceptions.TimeoutException",
+        "urllib3.exceptions.TimeoutError",
+        "aiohttp.client_exceptions.ServerTimeoutError",
+        "aiohttp.ServerTimeoutError",
+    }
+)
 # Transport errors that are not OSErrors: httpx's TransportError (ConnectError, ReadError,
 # RemoteProtocolError, ...) and aiohttp's ClientConnectionError (ServerDisconnectedError; its
 # ClientConnectorError is an OSError too).
-_CLIENT_TRANSPORT: FrozenSet[str] = frozenset({
-    "httpx.TransportError",
-    "httpx._exceptions.TransportError",
-    "aiohttp.client_exceptions.ClientConnectionError",
-    "aiohttp.ClientConnectionError",
-})
+_CLIENT_TRANSPORT: frozenset[str] = frozenset(
+    {
+        "httpx.TransportError",
+        "httpx._exceptions.TransportError",
+        "aiohttp.client_exceptions.ClientConnectionError",
+        "aiohttp.ClientConnectionError",
+    }
+)
 
 
-def _named(cls: type, names: FrozenSet[str]) -> bool:
+def _named(cls: type, names: frozenset[str]) -> bool:
     return any(f"{c.__module__}.{c.__qualname__}" in names for c in cls.__mro__)
 
 
-def classify_exception(exc: BaseException) -> Optional[Outcome]:
+def classify_exception(exc: BaseException) -> Outcome | None:
     """What an exception raised by an attempt means, by default:
 
-    * :class:`holdoff.RetryLater` -> ``Outcome.retry_later(exc.delay)``
+    * :class:`holdoff.RetryLaterError` -> ``Outcome.retry_later(exc.delay)``
     * ``TimeoutError`` (``asyncio.TimeoutError``, ``socket.timeout``), ``requests``' ``Timeout``,
       ``httpx.TimeoutException``, ``urllib3.exceptions.TimeoutError``,
       ``aiohttp.ServerTimeoutError`` -> ``Outcome.TIMEOUT`` (the quota charges its
@@ -66,7 +69,7 @@ def classify_exception(exc: BaseException) -> Optional[Outcome]:
 
     The clients' classes are recognised by name: no client is imported.
     """
-    if isinstance(exc, RetryLater):
+    if isinstance(exc, RetryLaterError):
         return Outcome.retry_later(exc.delay)
     if isinstance(exc, _TIMEOUTS):
         return _TIMEOUT

@@ -2,27 +2,39 @@
 
 They live in Python (not in the extension) so that they pickle, subclass and print like any
 Python exception; the extension imports this module to raise them. Every class has ``code``, the
-stable cross-language error name of ``conformance/README.md``.
+stable cross-language error name of ``conformance/README.md``. Every name ends in ``Error``;
+the shorter names (``InvalidConfig``, ``GiveUp``, ...) are aliases: the same classes.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional
+from typing import Any, ClassVar
+
+from ._names import GiveUpReason, State
 
 __all__ = [
-    "HoldoffError",
-    "InvalidConfig",
-    "ConfigTypeError",
-    "InvalidInput",
-    "InputTypeError",
+    "AttemptTimeoutError",
+    "BreakerOpen",
+    "BreakerOpenError",
     "ClockBackwards",
+    "ClockBackwardsError",
+    "ConfigTypeError",
+    "FieldError",
+    "GiveUp",
+    "GiveUpError",
+    "HoldoffError",
+    "InputTypeError",
+    "InvalidConfig",
+    "InvalidConfigError",
+    "InvalidInput",
+    "InvalidInputError",
     "PermitError",
     "QuotaEmpty",
-    "UpstreamUnavailable",
-    "BreakerOpen",
-    "GiveUp",
-    "AttemptTimeoutError",
+    "QuotaEmptyError",
     "RetryLater",
+    "RetryLaterError",
+    "UpstreamUnavailable",
+    "UpstreamUnavailableError",
 ]
 
 
@@ -32,17 +44,19 @@ class HoldoffError(Exception):
     code: str = "holdoff_error"
 
 
-class InvalidConfig(HoldoffError, ValueError):
-    """A configuration value breaks a rule (NaN, infinite, negative, out of range, too large).
-
-    ``field`` is the dotted name of the offending field (``breaker.recoveries``,
-    ``budget.max_rate_limit_duration``), ``rule`` says what it must satisfy.
+class FieldError(HoldoffError):
+    """Base class of the errors that name a field: a configuration value or an operation's
+    argument that breaks a rule. ``field`` is the dotted name of the offending value
+    (``breaker.recoveries``, ``budget.max_rate_limit_duration``, ``status``), ``rule`` says
+    what it must satisfy. Catch this one type for any of :class:`InvalidConfigError`,
+    :class:`ConfigTypeError`, :class:`InvalidInputError` and :class:`InputTypeError`.
     """
 
-    code = "invalid_config"
+    #: The message's first words: what kind of value broke the rule.
+    _what: ClassVar[str] = "invalid value"
 
     def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"invalid configuration: {field}: {rule}")
+        super().__init__(f"{self._what}: {field}: {rule}")
         self.field = field
         self.rule = rule
 
@@ -50,52 +64,42 @@ class InvalidConfig(HoldoffError, ValueError):
         return (type(self), (self.field, self.rule))
 
 
-class ConfigTypeError(HoldoffError, TypeError):
-    """A configuration value has the wrong type (``None``, a string, a float for a count)."""
+class InvalidConfigError(FieldError, ValueError):
+    """A configuration value breaks a rule (NaN, infinite, negative, out of range, too large).
+    ``code`` is ``"invalid_config"``. Alias: ``InvalidConfig``."""
 
     code = "invalid_config"
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"invalid configuration: {field}: {rule}")
-        self.field = field
-        self.rule = rule
-
-    def __reduce__(self) -> Any:
-        return (type(self), (self.field, self.rule))
+    _what = "invalid configuration"
 
 
-class InvalidInput(HoldoffError, ValueError):
+class ConfigTypeError(FieldError, TypeError):
+    """A configuration value has the wrong type (``None``, a string, a float for a count).
+    ``code`` is ``"invalid_config"``."""
+
+    code = "invalid_config"
+    _what = "invalid configuration"
+
+
+class InvalidInputError(FieldError, ValueError):
     """An argument of an operation (not configuration) is out of range: an HTTP status outside
-    100..599, a negative ``ManualClock.advance``, a NaN ``Outcome.retry_later`` delay."""
+    0..999, a negative ``ManualClock.advance``, a NaN ``Outcome.retry_later`` delay. ``code`` is
+    ``"invalid_input"``. Alias: ``InvalidInput``."""
 
     code = "invalid_input"
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"invalid input: {field}: {rule}")
-        self.field = field
-        self.rule = rule
-
-    def __reduce__(self) -> Any:
-        return (type(self), (self.field, self.rule))
+    _what = "invalid input"
 
 
-class InputTypeError(HoldoffError, TypeError):
+class InputTypeError(FieldError, TypeError):
     """An argument of an operation (not configuration) has the wrong type (a float status, an
     unknown outcome name, a permit that is not a ``Permit``). ``code`` is ``"invalid_input"``."""
 
     code = "invalid_input"
-
-    def __init__(self, field: str, rule: str) -> None:
-        super().__init__(f"invalid input: {field}: {rule}")
-        self.field = field
-        self.rule = rule
-
-    def __reduce__(self) -> Any:
-        return (type(self), (self.field, self.rule))
+    _what = "invalid input"
 
 
-class ClockBackwards(HoldoffError, ValueError):
-    """A :class:`ManualClock` was set to an earlier time than it shows (seconds)."""
+class ClockBackwardsError(HoldoffError, ValueError):
+    """A :class:`ManualClock` was set to an earlier time than it shows (``now`` and
+    ``requested``, seconds). Alias: ``ClockBackwards``."""
 
     code = "clock_backwards"
 
@@ -117,7 +121,7 @@ class PermitError(HoldoffError, RuntimeError):
 
     code = "permit_error"
 
-    def __init__(self, code: str, message: Optional[str] = None) -> None:
+    def __init__(self, code: str, message: str | None = None) -> None:
         if message is None:
             message = {
                 "permit_already_recorded": "this permit was already recorded",
@@ -130,8 +134,9 @@ class PermitError(HoldoffError, RuntimeError):
         return (type(self), (self.code, self.args[0] if self.args else None))
 
 
-class QuotaEmpty(HoldoffError):
-    """The retry quota cannot pay for a retry: ``available`` tokens left, ``cost`` needed."""
+class QuotaEmptyError(HoldoffError):
+    """The retry quota cannot pay for a retry: ``available`` tokens left, ``cost`` needed.
+    Alias: ``QuotaEmpty``."""
 
     code = "quota_empty"
 
@@ -144,9 +149,10 @@ class QuotaEmpty(HoldoffError):
         return (type(self), (self.available, self.cost))
 
 
-class UpstreamUnavailable(HoldoffError):
+class UpstreamUnavailableError(HoldoffError):
     """The upstream cannot be used now, whether the helpers gave up on it or its breaker refused
-    the call. Catch this one type to handle both (:class:`BreakerOpen`, :class:`GiveUp`).
+    the call. Catch this one type to handle both (:class:`BreakerOpenError`,
+    :class:`GiveUpError`). Alias: ``UpstreamUnavailable``.
 
     * ``reason``: why (``"breaker_open"``, or a give-up reason such as ``"attempts_exhausted"``,
       ``"total_timeout"``, ``"retry_after_exceeds_remaining"``).
@@ -164,11 +170,11 @@ class UpstreamUnavailable(HoldoffError):
     def __init__(
         self,
         message: str,
-        retry_after: Optional[float] = None,
+        retry_after: float | None = None,
         *,
-        reason: str = "",
+        reason: GiveUpReason,
         attempts: int = 0,
-        server_delay: Optional[float] = None,
+        server_delay: float | None = None,
         capped: bool = False,
         result: Any = None,
     ) -> None:
@@ -180,7 +186,7 @@ class UpstreamUnavailable(HoldoffError):
         self.capped = capped
         self.result = result
 
-    def _fields(self) -> Dict[str, Any]:
+    def _fields(self) -> dict[str, Any]:
         return {
             "reason": self.reason,
             "attempts": self.attempts,
@@ -190,30 +196,32 @@ class UpstreamUnavailable(HoldoffError):
         }
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), (self.args[0] if self.args else "", self.retry_after),
-                           self._fields()))
+        return (
+            _rebuild,
+            (type(self), (self.args[0] if self.args else "", self.retry_after), self._fields()),
+        )
 
 
-def _rebuild(cls: Any, args: Any, fields: Dict[str, Any]) -> Any:
+def _rebuild(cls: Any, args: Any, fields: dict[str, Any]) -> Any:
     return cls(*args, **fields)
 
 
-class BreakerOpen(UpstreamUnavailable):
+class BreakerOpenError(UpstreamUnavailableError):
     """The breaker refused the call: its first attempt (nothing reached the upstream), or a
     retry it would keep waiting for past the budget or the total timeout (the last attempt's
     exception is ``__cause__``, or its value ``result``). ``reason`` is ``"breaker_open"``.
 
     ``retry_after``: seconds until the next probe may be admitted, ``None`` while forced open.
     ``state``: the breaker's state (``"open"``, ``"half_open"``, ``"forced_open"``).
-    ``episode``: the open episode's number.
+    ``episode``: the open episode's number. Alias: ``BreakerOpen``.
     """
 
     code = "breaker_open"
 
     def __init__(
         self,
-        retry_after: Optional[float] = None,
-        state: str = "open",
+        retry_after: float | None = None,
+        state: State = "open",
         episode: int = 0,
         *,
         attempts: int = 0,
@@ -225,18 +233,25 @@ class BreakerOpen(UpstreamUnavailable):
             message = f"breaker {state}: refused, next probe in {retry_after:.3f} s"
         if attempts:
             message += f" (after {attempts} attempt(s))"
-        super().__init__(message, retry_after, reason="breaker_open", attempts=attempts,
-                         result=result)
+        super().__init__(
+            message, retry_after, reason="breaker_open", attempts=attempts, result=result
+        )
         self.state = state
         self.episode = episode
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), (self.retry_after, self.state, self.episode),
-                           {"attempts": self.attempts, "result": self.result}))
+        return (
+            _rebuild,
+            (
+                type(self),
+                (self.retry_after, self.state, self.episode),
+                {"attempts": self.attempts, "result": self.result},
+            ),
+        )
 
 
-class GiveUp(UpstreamUnavailable):
-    """The retry helpers stopped retrying.
+class GiveUpError(UpstreamUnavailableError):
+    """The retry helpers stopped retrying. Alias: ``GiveUp``.
 
     ``reason`` is one of the give-up reasons (``attempts_exhausted``, ``budget_spent``,
     ``backoff_exceeds_remaining``, ``retry_after_exceeds_remaining``, ``retry_after_above_cap``,
@@ -252,28 +267,40 @@ class GiveUp(UpstreamUnavailable):
 
     def __init__(
         self,
-        reason: str,
-        retry_after: Optional[float] = None,
+        reason: GiveUpReason,
+        retry_after: float | None = None,
         attempts: int = 0,
         result: Any = None,
         *,
-        server_delay: Optional[float] = None,
+        server_delay: float | None = None,
         capped: bool = False,
     ) -> None:
-        super().__init__(f"gave up after {attempts} attempt(s): {reason}", retry_after,
-                         reason=reason, attempts=attempts, server_delay=server_delay,
-                         capped=capped, result=result)
+        super().__init__(
+            f"gave up after {attempts} attempt(s): {reason}",
+            retry_after,
+            reason=reason,
+            attempts=attempts,
+            server_delay=server_delay,
+            capped=capped,
+            result=result,
+        )
 
     def __reduce__(self) -> Any:
-        return (_rebuild, (type(self), (self.reason, self.retry_after, self.attempts, self.result),
-                           {"server_delay": self.server_delay, "capped": self.capped}))
+        return (
+            _rebuild,
+            (
+                type(self),
+                (self.reason, self.retry_after, self.attempts, self.result),
+                {"server_delay": self.server_delay, "capped": self.capped},
+            ),
+        )
 
 
 class AttemptTimeoutError(HoldoffError, TimeoutError):
     """An attempt of the retry helpers reached its time limit (``time_limit`` seconds, the
     smaller of ``attempt_timeout`` and what was left of ``total_timeout``): attempt number
     ``attempt`` is recorded as a timeout. The helpers make it the attempt's error (the
-    ``__cause__`` of a :class:`GiveUp`); what the cancelled attempt raised is its
+    ``__cause__`` of a :class:`GiveUpError`); what the cancelled attempt raised is its
     ``__cause__``."""
 
     code = "attempt_timeout"
@@ -287,12 +314,12 @@ class AttemptTimeoutError(HoldoffError, TimeoutError):
         return (type(self), (self.attempt, self.time_limit))
 
 
-class RetryLater(Exception):
+class RetryLaterError(Exception):
     """Raise this from a protected function when the upstream asked to be left alone for
     ``delay`` seconds (an explicit "retry later" answer without an HTTP response). The helpers
     record it as ``Outcome.retry_later(delay)``: the breaker opens for that delay at once and the
     budget waits it, never shorter (a negative or NaN delay is a programming error:
-    ``InvalidInput`` propagates)."""
+    :class:`InvalidInputError` propagates). Alias: ``RetryLater``."""
 
     def __init__(self, delay: float, message: str = "") -> None:
         super().__init__(message or f"upstream asked to retry in {delay} s")
@@ -300,3 +327,16 @@ class RetryLater(Exception):
 
     def __reduce__(self) -> Any:
         return (type(self), (self.delay, self.args[0] if self.args else ""))
+
+
+# The names without the ``Error`` suffix: the same classes under a second name, so that code
+# written against either catches the same exceptions (``except holdoff.GiveUp`` catches every
+# ``GiveUpError``).
+InvalidConfig = InvalidConfigError
+InvalidInput = InvalidInputError
+ClockBackwards = ClockBackwardsError
+QuotaEmpty = QuotaEmptyError
+UpstreamUnavailable = UpstreamUnavailableError
+BreakerOpen = BreakerOpenError
+GiveUp = GiveUpError
+RetryLater = RetryLaterError

@@ -1,50 +1,78 @@
 # Hand-written stubs of the extension module holdoff._holdoff (checked by mypy.stubtest in
 # bindings/python/run.sh test). Durations are float seconds; `_Seconds` also takes a timedelta.
+# Every name the core returns is one of the Literal types of holdoff._names.
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
-from typing_extensions import disjoint_base
-from typing import Iterable, Literal, Mapping, Optional, Tuple, TypeVar, Union, final
+from typing import Callable, final
+
+from typing_extensions import Self, TypeAlias, disjoint_base
+
+from holdoff._names import (
+    Attempted,
+    DecisionAction,
+    Effect,
+    GiveUpReason,
+    HintSource,
+    OutcomeName,
+    Reason,
+    SimpleOutcomeName,
+    State,
+    Unusable,
+    VerdictKind,
+    WaitSource,
+)
 
 __version__: str
 __all__ = [
-    "AttemptPlan", "Backoff", "Breaker", "BreakerGroup", "Call", "Classification", "Classifier",
-    "ConsecutiveFailures", "DEFAULT_TOTAL_TIMEOUT", "Decision", "Execution", "FailureRate",
-    "FailuresInWindow", "GroupSnapshot", "ManualClock",
-    "Outcome", "Permit", "Policy", "QuotaLease", "RetryAfter", "RetryBudget", "RetryQuota",
-    "RetryState", "Snapshot", "StateChange", "Stop", "SystemClock", "Verdict", "Wait",
-    "WaitPlan", "hint_from_headers", "parse_retry_after", "__version__",
+    "DEFAULT_TOTAL_TIMEOUT",
+    "AttemptPlan",
+    "Backoff",
+    "Breaker",
+    "BreakerGroup",
+    "Classification",
+    "Classifier",
+    "ConsecutiveFailures",
+    "Decision",
+    "Execution",
+    "FailureRate",
+    "FailuresInWindow",
+    "GroupSnapshot",
+    "ManualClock",
+    "Outcome",
+    "Permit",
+    "Policy",
+    "PolicyCall",
+    "QuotaLease",
+    "RetryAfter",
+    "RetryBudget",
+    "RetryQuota",
+    "RetryState",
+    "Snapshot",
+    "StateChange",
+    "Stop",
+    "SystemClock",
+    "Verdict",
+    "Wait",
+    "WaitPlan",
+    "__version__",
+    "hint_from_headers",
+    "parse_retry_after",
 ]
 
 DEFAULT_TOTAL_TIMEOUT: float
 
-_Seconds = Union[float, int, timedelta]
-_WallTime = Union[float, int, datetime, "ManualClock", "SystemClock", None]
-_ClockArg = Union["ManualClock", "SystemClock", None]
-_HeaderValue = Union[str, bytes]
-_Headers = Union[
-    Mapping[str, _HeaderValue],
-    Mapping[bytes, _HeaderValue],
-    Iterable[Tuple[_HeaderValue, _HeaderValue]],
-    None,
-]
-_StateName = Literal["closed", "open", "half_open", "forced_open", "disabled"]
-_EffectName = Literal["counted", "stale", "ignored"]
-_ReasonName = Literal[
-    "tripped", "retry_later", "probe_admitted", "probe_failed", "recovered",
-    "forced_open", "disabled", "reset",
-]
-_OutcomeName = Literal["success", "answer", "failure", "timeout", "retry_later", "cancelled"]
-_OutcomeArg = Union["Outcome", Literal["success", "answer", "failure", "timeout", "cancelled"]]
-_GiveUpReasonName = Literal[
-    "budget_spent", "retry_after_exceeds_remaining", "retry_after_above_cap",
-    "backoff_exceeds_remaining", "attempts_exhausted", "not_retryable", "quota_empty",
-    "breaker_open", "cancelled", "total_timeout",
-]
-_UnusableName = Literal["missing", "malformed", "signed", "conflicting"]
-_HintSourceName = Literal[
-    "retry_after_ms", "x_ms_retry_after_ms", "retry_after", "ratelimit", "ratelimit_reset",
-    "x_ratelimit_reset", "none",
-]
+_Seconds: TypeAlias = float | int | timedelta
+_WallTime: TypeAlias = float | int | datetime | ManualClock | SystemClock | None
+_ClockArg: TypeAlias = ManualClock | SystemClock | None
+_HeaderValue: TypeAlias = str | bytes
+_Headers: TypeAlias = (
+    Mapping[str, _HeaderValue]
+    | Mapping[bytes, _HeaderValue]
+    | Iterable[tuple[_HeaderValue, _HeaderValue]]
+    | None
+)
+_OutcomeArg: TypeAlias = Outcome | SimpleOutcomeName
 
 @final
 class ManualClock:
@@ -71,9 +99,9 @@ class Backoff:
     def __new__(
         cls,
         initial: _Seconds,
-        multiplier: Optional[float] = None,
-        max: Optional[_Seconds] = None,
-        jitter: Optional[float] = None,
+        multiplier: float | None = None,
+        max: _Seconds | None = None,
+        jitter: float | None = None,
     ) -> Backoff: ...
     @staticmethod
     def breaker_default() -> Backoff: ...
@@ -95,7 +123,7 @@ class Backoff:
 
 @final
 class ConsecutiveFailures:
-    def __new__(cls, threshold: Optional[int] = None) -> ConsecutiveFailures: ...
+    def __new__(cls, threshold: int | None = None) -> ConsecutiveFailures: ...
     @property
     def threshold(self) -> int: ...
 
@@ -110,7 +138,7 @@ class FailuresInWindow:
 @final
 class FailureRate:
     def __new__(
-        cls, threshold: float, min_calls: int, window: _Seconds, buckets: Optional[int] = None
+        cls, threshold: float, min_calls: int, window: _Seconds, buckets: int | None = None
     ) -> FailureRate: ...
     @property
     def threshold(self) -> float: ...
@@ -121,7 +149,7 @@ class FailureRate:
     @property
     def buckets(self) -> int: ...
 
-_TripPolicyArg = Union[ConsecutiveFailures, FailuresInWindow, FailureRate, None]
+_TripPolicyArg: TypeAlias = ConsecutiveFailures | FailuresInWindow | FailureRate | None
 
 @final
 class Outcome:
@@ -133,9 +161,9 @@ class Outcome:
     @staticmethod
     def retry_later(delay: _Seconds) -> Outcome: ...
     @property
-    def name(self) -> _OutcomeName: ...
+    def name(self) -> OutcomeName: ...
     @property
-    def delay(self) -> Optional[float]: ...
+    def delay(self) -> float | None: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
@@ -151,7 +179,7 @@ class Permit:
 @final
 class Snapshot:
     @property
-    def state(self) -> _StateName: ...
+    def state(self) -> State: ...
     @property
     def episode(self) -> int: ...
     @property
@@ -161,11 +189,11 @@ class Snapshot:
     @property
     def probes_in_flight(self) -> int: ...
     @property
-    def retry_after(self) -> Optional[float]: ...
+    def retry_after(self) -> float | None: ...
     @property
     def probe_ready(self) -> bool: ...
     @property
-    def interval(self) -> Optional[float]: ...
+    def interval(self) -> float | None: ...
     @property
     def opens(self) -> int: ...
     @property
@@ -186,17 +214,17 @@ class StateChange:
     @property
     def at(self) -> float: ...
     @property
-    def from_state(self) -> _StateName: ...
+    def from_state(self) -> State: ...
     @property
-    def to_state(self) -> _StateName: ...
+    def to_state(self) -> State: ...
     @property
     def episode(self) -> int: ...
     @property
-    def reason(self) -> _ReasonName: ...
+    def reason(self) -> Reason: ...
     @property
-    def requested_delay(self) -> Optional[float]: ...
+    def requested_delay(self) -> float | None: ...
     @property
-    def open_for(self) -> Optional[float]: ...
+    def open_for(self) -> float | None: ...
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
@@ -205,24 +233,24 @@ class Breaker:
         cls,
         *,
         trip: _TripPolicyArg = None,
-        open_interval: Optional[Backoff] = None,
-        recoveries: Optional[int] = None,
-        max_probes_in_flight: Optional[int] = None,
-        probe_timeout: Optional[_Seconds] = None,
-        max_retry_later: Optional[_Seconds] = None,
-        seed: Optional[int] = None,
+        open_interval: Backoff | None = None,
+        recoveries: int | None = None,
+        max_probes_in_flight: int | None = None,
+        probe_timeout: _Seconds | None = None,
+        max_retry_later: _Seconds | None = None,
+        seed: int | None = None,
         clock: _ClockArg = None,
     ) -> Breaker: ...
     def allow(self) -> Permit: ...
-    def record(self, permit: Permit, outcome: _OutcomeArg) -> _EffectName: ...
+    def record(self, permit: Permit, outcome: _OutcomeArg) -> Effect: ...
     def snapshot(self) -> Snapshot: ...
     @property
-    def state(self) -> _StateName: ...
+    def state(self) -> State: ...
     def force_open(self) -> None: ...
     def disable(self) -> None: ...
     def reset(self) -> None: ...
     def drain_events(self) -> list[StateChange]: ...
-    def on_state_change(self, callback: Optional[object]) -> None: ...
+    def on_state_change(self, callback: Callable[[StateChange], None] | None) -> None: ...
 
 @final
 class BreakerGroup:
@@ -230,18 +258,18 @@ class BreakerGroup:
         cls,
         *,
         trip: _TripPolicyArg = None,
-        open_interval: Optional[Backoff] = None,
-        recoveries: Optional[int] = None,
-        max_probes_in_flight: Optional[int] = None,
-        probe_timeout: Optional[_Seconds] = None,
-        max_retry_later: Optional[_Seconds] = None,
-        seed: Optional[int] = None,
-        max_keys: Optional[int] = None,
+        open_interval: Backoff | None = None,
+        recoveries: int | None = None,
+        max_probes_in_flight: int | None = None,
+        probe_timeout: _Seconds | None = None,
+        max_retry_later: _Seconds | None = None,
+        seed: int | None = None,
+        max_keys: int | None = None,
         clock: _ClockArg = None,
     ) -> BreakerGroup: ...
     def get(self, key: str) -> Breaker: ...
     def __getitem__(self, key: str, /) -> Breaker: ...
-    def peek(self, key: str) -> Optional[Breaker]: ...
+    def peek(self, key: str) -> Breaker | None: ...
     def keys(self) -> list[str]: ...
     @property
     def max_keys(self) -> int: ...
@@ -267,23 +295,23 @@ class RetryState:
     @property
     def retries(self) -> int: ...
     @property
-    def first_failure(self) -> Optional[float]: ...
+    def first_failure(self) -> float | None: ...
 
 @final
 class Decision:
     DONE: Decision
     @property
-    def action(self) -> Literal["done", "retry", "give_up"]: ...
+    def action(self) -> DecisionAction: ...
     @property
-    def delay(self) -> Optional[float]: ...
+    def delay(self) -> float | None: ...
     @property
-    def source(self) -> Optional[Literal["retry_after", "backoff", "breaker"]]: ...
+    def source(self) -> WaitSource | None: ...
     @property
-    def server_delay(self) -> Optional[float]: ...
+    def server_delay(self) -> float | None: ...
     @property
     def capped(self) -> bool: ...
     @property
-    def reason(self) -> Optional[_GiveUpReasonName]: ...
+    def reason(self) -> GiveUpReason | None: ...
     def __eq__(self, other: object, /) -> bool: ...
 
 @final
@@ -291,20 +319,20 @@ class RetryBudget:
     def __new__(
         cls,
         *,
-        max_rate_limit_duration: Optional[_Seconds] = None,
-        retry_after_cap: Optional[_Seconds] = None,
-        give_up_above_cap: Optional[bool] = None,
-        max_retries: Optional[int] = None,
-        backoff: Optional[Backoff] = None,
-        max_backoff_duration: Optional[_Seconds] = None,
-        seed: Optional[int] = None,
+        max_rate_limit_duration: _Seconds | None = None,
+        retry_after_cap: _Seconds | None = None,
+        give_up_above_cap: bool | None = None,
+        max_retries: int | None = None,
+        backoff: Backoff | None = None,
+        max_backoff_duration: _Seconds | None = None,
+        seed: int | None = None,
         clock: _ClockArg = None,
     ) -> RetryBudget: ...
     def decide(self, state: RetryState, outcome: _OutcomeArg) -> Decision: ...
     @property
     def give_up_above_cap(self) -> bool: ...
     @property
-    def episode_start(self) -> Optional[float]: ...
+    def episode_start(self) -> float | None: ...
 
 @final
 class QuotaLease:
@@ -318,13 +346,13 @@ class RetryQuota:
     def __new__(
         cls,
         *,
-        capacity: Optional[int] = None,
-        retry_cost: Optional[int] = None,
-        timeout_cost: Optional[int] = None,
-        success_refill: Optional[int] = None,
+        capacity: int | None = None,
+        retry_cost: int | None = None,
+        timeout_cost: int | None = None,
+        success_refill: int | None = None,
     ) -> RetryQuota: ...
     def acquire(self, timeout: bool = False) -> QuotaLease: ...
-    def on_success(self, lease: Optional[QuotaLease] = None) -> None: ...
+    def on_success(self, lease: QuotaLease | None = None) -> None: ...
     @property
     def available(self) -> int: ...
     @property
@@ -339,11 +367,11 @@ class RetryQuota:
 @final
 class RetryAfter:
     @property
-    def delay(self) -> Optional[float]: ...
+    def delay(self) -> float | None: ...
     @property
-    def unusable(self) -> Optional[_UnusableName]: ...
+    def unusable(self) -> Unusable | None: ...
     @property
-    def source(self) -> _HintSourceName: ...
+    def source(self) -> HintSource: ...
     def __bool__(self) -> bool: ...
     def __eq__(self, other: object, /) -> bool: ...
 
@@ -354,19 +382,21 @@ class Classification:
     @property
     def hint(self) -> RetryAfter: ...
     @property
-    def should_retry(self) -> Optional[bool]: ...
+    def should_retry(self) -> bool | None: ...
 
 @final
 class Classifier:
     def __new__(
         cls,
         *,
-        failure_statuses: Optional[Iterable[int]] = None,
-        answer_statuses: Optional[Iterable[int]] = None,
-        retry_after_statuses: Optional[Iterable[int]] = None,
-        rate_limit_default_wait: Optional[_Seconds] = None,
+        failure_statuses: Iterable[int] | None = None,
+        answer_statuses: Iterable[int] | None = None,
+        retry_after_statuses: Iterable[int] | None = None,
+        rate_limit_default_wait: _Seconds | None = None,
     ) -> Classifier: ...
-    def classify(self, status: int, headers: _Headers = None, now: _WallTime = None) -> Classification: ...
+    def classify(
+        self, status: int, headers: _Headers = None, now: _WallTime = None
+    ) -> Classification: ...
     @property
     def failure_statuses(self) -> list[int]: ...
     @property
@@ -374,11 +404,11 @@ class Classifier:
     @property
     def retry_after_statuses(self) -> list[int]: ...
     @property
-    def rate_limit_default_wait(self) -> Optional[float]: ...
+    def rate_limit_default_wait(self) -> float | None: ...
 
 @final
-class Call:
-    def __new__(cls) -> Call: ...
+class PolicyCall:
+    def __new__(cls) -> PolicyCall: ...
     @property
     def attempts(self) -> int: ...
     @property
@@ -392,42 +422,37 @@ class Wait:
 @final
 class Stop:
     @property
-    def reason(self) -> _GiveUpReasonName: ...
+    def reason(self) -> GiveUpReason: ...
     @property
-    def retry_after(self) -> Optional[float]: ...
-
-_P = TypeVar("_P", bound="Policy")
+    def retry_after(self) -> float | None: ...
 
 @disjoint_base
 class Policy:
     def __new__(
-        cls: type[_P],
+        cls,
         breaker: Breaker,
         budget: RetryBudget,
-        quota: Optional[RetryQuota] = None,
-        classifier: Optional[Classifier] = None,
-    ) -> _P: ...
-    def before_attempt(self, call: Call) -> Union[Permit, Wait, Stop]: ...
-    def after_attempt(self, call: Call, permit: Permit, outcome: _OutcomeArg) -> Decision: ...
+        quota: RetryQuota | None = None,
+        classifier: Classifier | None = None,
+    ) -> Self: ...
+    def before_attempt(self, call: PolicyCall) -> Permit | Wait | Stop: ...
+    def after_attempt(self, call: PolicyCall, permit: Permit, outcome: _OutcomeArg) -> Decision: ...
     def after_response(
-        self, call: Call, permit: Permit, status: int, headers: _Headers = None
-    ) -> Tuple[Decision, Classification]: ...
+        self, call: PolicyCall, permit: Permit, status: int, headers: _Headers = None
+    ) -> tuple[Decision, Classification]: ...
     @property
     def breaker(self) -> Breaker: ...
     @property
     def budget(self) -> RetryBudget: ...
     @property
-    def quota(self) -> Optional[RetryQuota]: ...
+    def quota(self) -> RetryQuota | None: ...
     @property
     def classifier(self) -> Classifier: ...
 
 def parse_retry_after(value: _HeaderValue, now: _WallTime = None) -> RetryAfter: ...
 def hint_from_headers(headers: _Headers, now: _WallTime = None) -> RetryAfter: ...
 
-_WaitSourceName = Literal["retry_after", "backoff", "breaker"]
-_VerdictKind = Literal["return", "rethrow", "breaker_open", "give_up", "cancelled", "invalid_input"]
-_Attempted = Literal["returned", "raised", "cancelled", "bug"]
-_Step = Union["AttemptPlan", "WaitPlan", "Verdict"]
+_Step: TypeAlias = AttemptPlan | WaitPlan | Verdict
 
 @final
 class AttemptPlan:
@@ -436,7 +461,7 @@ class AttemptPlan:
     @property
     def probe(self) -> bool: ...
     @property
-    def time_limit(self) -> Optional[float]: ...
+    def time_limit(self) -> float | None: ...
 
 @final
 class WaitPlan:
@@ -445,24 +470,24 @@ class WaitPlan:
     @property
     def delay(self) -> float: ...
     @property
-    def source(self) -> _WaitSourceName: ...
+    def source(self) -> WaitSource: ...
     @property
     def capped(self) -> bool: ...
     @property
-    def server_delay(self) -> Optional[float]: ...
+    def server_delay(self) -> float | None: ...
 
 @final
 class Verdict:
     @property
-    def kind(self) -> _VerdictKind: ...
+    def kind(self) -> VerdictKind: ...
     @property
     def attempts(self) -> int: ...
     @property
-    def reason(self) -> Optional[_GiveUpReasonName]: ...
+    def reason(self) -> GiveUpReason | None: ...
     @property
-    def retry_after(self) -> Optional[float]: ...
+    def retry_after(self) -> float | None: ...
     @property
-    def server_delay(self) -> Optional[float]: ...
+    def server_delay(self) -> float | None: ...
     @property
     def capped(self) -> bool: ...
     def __eq__(self, other: object, /) -> bool: ...
@@ -473,23 +498,23 @@ class Execution:
         cls,
         policy: Policy,
         *,
-        attempt_timeout: Optional[_Seconds] = None,
-        total_timeout: Optional[_Seconds] = 60.0,
+        attempt_timeout: _Seconds | None = None,
+        total_timeout: _Seconds | None = 60.0,
     ) -> Execution: ...
     def fresh(self) -> Execution: ...
     def next_step(self) -> _Step: ...
-    def complete(self, attempted: _Attempted, outcome: Optional[_OutcomeArg] = None) -> _Step: ...
+    def complete(self, attempted: Attempted, outcome: _OutcomeArg | None = None) -> _Step: ...
     def complete_response(self, status: int, headers: _Headers = None) -> _Step: ...
     def cancel(self) -> Verdict: ...
     @property
     def attempts(self) -> int: ...
     @property
-    def last_outcome(self) -> Optional[Outcome]: ...
+    def last_outcome(self) -> Outcome | None: ...
     @property
-    def verdict(self) -> Optional[Verdict]: ...
+    def verdict(self) -> Verdict | None: ...
     @property
-    def attempt_timeout(self) -> Optional[float]: ...
+    def attempt_timeout(self) -> float | None: ...
     @property
-    def total_timeout(self) -> Optional[float]: ...
+    def total_timeout(self) -> float | None: ...
     @property
     def policy(self) -> Policy: ...

@@ -14,39 +14,57 @@ import contextlib
 import functools
 import inspect
 import time
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Iterator, Mapping
 from datetime import timedelta
+from types import TracebackType
 from typing import (
+    TYPE_CHECKING,
     Any,
-    AsyncIterator,
-    Awaitable,
     Callable,
-    Iterator,
-    Literal,
-    Mapping,
     Optional,
-    Tuple,
     TypeVar,
     Union,
     cast,
+    overload,
 )
 
 from ._classify import classify_exception
-from ._errors import AttemptTimeoutError, BreakerOpen, GiveUp, InputTypeError, InvalidInput
+from ._errors import (
+    AttemptTimeoutError,
+    BreakerOpenError,
+    GiveUpError,
+    InputTypeError,
+    InvalidInputError,
+)
 from ._holdoff import DEFAULT_TOTAL_TIMEOUT, AttemptPlan, Execution, Outcome, Verdict, WaitPlan
 from ._holdoff import Policy as _Policy
+from ._names import GiveUpReason, SimpleOutcomeName
 from ._timer import AttemptTimer, sleeping
 
-__all__ = ["Attempt", "Retrying", "retrying", "call", "call_async"]
+if TYPE_CHECKING:
+    # Only the type checker reads these: they are in `typing` from Python 3.10 and 3.11 on.
+    from typing_extensions import ParamSpec, Self
+
+    P = ParamSpec("P")
+
+__all__ = ["Attempt", "Retrying", "call", "call_async"]
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
 
 Seconds = Union[float, int, timedelta]
-OutcomeLike = Union[Outcome, Literal["success", "answer", "failure", "timeout", "cancelled"]]
+OutcomeLike = Union[Outcome, SimpleOutcomeName]
+#: ``sleep``: blocks for a wait (seconds); what it returns is ignored.
+Sleep = Callable[[float], object]
+#: ``async_sleep``: an awaitable that waits (seconds), or times an async attempt.
+AsyncSleep = Callable[[float], Awaitable[object]]
+#: ``classify_exception``: an exception's outcome, ``None`` for a programming error.
 ExceptionClassifier = Callable[[BaseException], Optional[OutcomeLike]]
+#: ``classify_result``: a returned value's outcome.
 ResultClassifier = Callable[[Any], OutcomeLike]
-BeforeSleep = Callable[[WaitPlan], Any]
-AfterAttempt = Callable[[AttemptPlan, Outcome], Any]
+#: ``before_sleep``: sees each wait before it is slept.
+BeforeSleep = Callable[[WaitPlan], object]
+#: ``after_attempt``: sees each attempt's plan and the outcome it was recorded as.
+AfterAttempt = Callable[[AttemptPlan, Outcome], object]
 Headers = Union[Mapping[str, str], Any]
 
 _SUCCESS = Outcome.SUCCESS
@@ -58,12 +76,26 @@ _NOT_ENTERED = "use each attempt as a context manager: `with attempt: ...`"
 
 def _checked(outcome: Any, field: str) -> OutcomeLike:
     """A classifier's answer, which must be an :class:`Outcome` or its name: anything else is
-    the classifier's bug, an ``InputTypeError`` (a ``TypeError``) naming the classifier."""
+    the classifier's bug, an :class:`InputTypeError` (a ``TypeError``) naming the classifier."""
     if isinstance(outcome, Outcome) or (type(outcome) is str and outcome in _OUTCOME_NAMES):
         return cast(OutcomeLike, outcome)
     raise InputTypeError(
-        field, f"must return a holdoff.Outcome or its name (success, answer, failure, timeout, "
-               f"cancelled), not {outcome!r}")
+        field,
+        f"must return a holdoff.Outcome or its name (success, answer, failure, timeout, "
+        f"cancelled), not {outcome!r}",
+    )
+
+
+@contextlib.contextmanager
+def _cancelled_on_failure(ex: Execution) -> Iterator[None]:
+    """Cancels ``ex`` when the block fails or is left: the caller's cancellation
+    (``KeyboardInterrupt``, ``CancelledError``), the loop abandoned mid-attempt, or a hook or
+    sleeper that failed. The call ends, and the retry it paid for is given back."""
+    try:
+        yield
+    except BaseException:
+        ex.cancel()
+        raise
 
 
 def _discard(awaitable: Any) -> None:
@@ -87,15 +119,15 @@ class Attempt:
     """
 
     # Defaults for what a block may set; an attempt sets only what it uses.
-    _task: "Optional[asyncio.Task[Any]]" = None
-    _timer: Optional[AttemptTimer] = None
+    _task: asyncio.Task[Any] | None = None
+    _timer: AttemptTimer | None = None
     _next: Any = None
     _value: Any = _UNSET
-    _outcome: Optional[OutcomeLike] = None
-    _status: Optional[Tuple[int, Any]] = None
-    _error: Optional[BaseException] = None
+    _outcome: OutcomeLike | None = None
+    _status: tuple[int, Any] | None = None
+    _error: BaseException | None = None
 
-    def __init__(self, owner: "Retrying", ex: Execution, plan: AttemptPlan) -> None:
+    def __init__(self, owner: Retrying, ex: Execution, plan: AttemptPlan) -> None:
         self._owner = owner
         self._ex = ex
         #: The core's plan of this attempt (``number``, ``probe``, ``time_limit``).
@@ -112,7 +144,7 @@ class Attempt:
         return self.plan.probe
 
     @property
-    def time_limit(self) -> Optional[float]:
+    def time_limit(self) -> float | None:
         """Seconds the attempt may take (``None``: no limit)."""
         return self.plan.time_limit
 
@@ -123,7 +155,7 @@ class Attempt:
 
     def set_result(self, value: Any) -> None:
         """The block's value: classified when the block exits normally, returned by ``call``,
-        attached to a :class:`GiveUp` as ``result``."""
+        attached to a :class:`GiveUpError` as ``result``."""
         self._value = value
 
     def record(self, outcome: OutcomeLike) -> None:
@@ -135,7 +167,7 @@ class Attempt:
         them (Retry-After honoured)."""
         self._status = (status, headers)
 
-    def __enter__(self) -> "Attempt":
+    def __enter__(self) -> Self:
         if self._task is not None:
             limit = self.plan.time_limit
             if limit is not None:
@@ -149,9 +181,14 @@ class Attempt:
                     raise
         return self
 
-    def __exit__(self, exc_type: Any, exc: Optional[BaseException], tb: Any) -> bool:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
         fired = caller = False
-        failed: Optional[BaseException] = None
+        failed: BaseException | None = None
         timer = self._timer
         if timer is not None:
             self._timer = None
@@ -167,8 +204,9 @@ class Attempt:
             return False
         raise self._owner._verdict_error(step, self)
 
-    def _report(self, exc: Optional[BaseException], fired: bool,
-                failed: Optional[BaseException], caller: bool) -> Any:
+    def _report(
+        self, exc: BaseException | None, fired: bool, failed: BaseException | None, caller: bool
+    ) -> Any:
         """Tells the core what this attempt came to; returns its next step. The caller's own
         cancellation (``KeyboardInterrupt``, ``SystemExit``, a ``CancelledError`` not the
         timer's: any exception that is not an ``Exception``) ends the call; no classifier is
@@ -178,8 +216,11 @@ class Attempt:
         owner = self._owner
         ex = self._ex
         try:
-            if caller or (exc is not None and not isinstance(exc, Exception)
-                          and not (fired and isinstance(exc, asyncio.CancelledError))):
+            if caller or (
+                exc is not None
+                and not isinstance(exc, Exception)
+                and not (fired and isinstance(exc, asyncio.CancelledError))
+            ):
                 # The caller's cancellation: never retried (at or after the attempt's limit
                 # the breaker records a timeout).
                 self._error = exc
@@ -200,8 +241,9 @@ class Attempt:
                 elif owner.http:
                     step = ex.complete_response(self._value.status_code, self._value.headers)
                 elif owner.classify_result is not None:
-                    step = ex.complete("returned", _checked(
-                        owner.classify_result(self._value), "classify_result"))
+                    step = ex.complete(
+                        "returned", _checked(owner.classify_result(self._value), "classify_result")
+                    )
                 else:
                     step = ex.complete("returned", _SUCCESS)
             else:
@@ -213,7 +255,7 @@ class Attempt:
                     step = ex.complete("raised", _checked(said, "classify_exception"))
         except BaseException:
             if ex.verdict is None:
-                with contextlib.suppress(InvalidInput):  # already recorded, or in use
+                with contextlib.suppress(InvalidInputError):  # already recorded, or in use
                     ex.complete("bug")
             self._after()
             raise
@@ -231,7 +273,7 @@ class Attempt:
                 self._ex.cancel()
                 raise
 
-    def _timed_out(self, cause: Optional[BaseException]) -> Any:
+    def _timed_out(self, cause: BaseException | None) -> Any:
         error = AttemptTimeoutError(self.plan.number, cast(float, self.plan.time_limit))
         error.__cause__ = cause
         self._error = error
@@ -266,12 +308,12 @@ class Retrying:
     What the caller gets: the value (a success, or a final answer returned, such as a 404
     response); the attempt's own exception, unchanged (a final answer raised, an exception
     classified as a success, a programming error: unretried, it moves nothing; the caller's
-    cancellation); :class:`BreakerOpen` when the breaker refuses (a first attempt, or a retry it
-    keeps waiting past the budget); :class:`GiveUp` for any other give-up (past the total
-    timeout its ``retry_after`` is the breaker's next probe). Both are
-    :class:`UpstreamUnavailable`, with the last exception as ``__cause__`` or the last value as
-    ``result``. A response whose status is not a status (above 999) raises
-    :class:`InvalidInput` naming ``status``.
+    cancellation); :class:`BreakerOpenError` when the breaker refuses (a first attempt, or a
+    retry it keeps waiting past the budget); :class:`GiveUpError` for any other give-up (past
+    the total timeout its ``retry_after`` is the breaker's next probe). Both are
+    :class:`UpstreamUnavailableError`, with the last exception as ``__cause__`` or the last
+    value as ``result``. A response whose status is not a status (above 999) raises
+    :class:`InvalidInputError` naming ``status``.
 
     The caller's own cancellation (``KeyboardInterrupt``, ``SystemExit``, the task's
     ``CancelledError``: any exception that is not an ``Exception``), during an attempt or a
@@ -303,27 +345,29 @@ class Retrying:
         self,
         policy: _Policy,
         *,
-        attempt_timeout: Optional[Seconds] = None,
-        total_timeout: Optional[Seconds] = DEFAULT_TOTAL_TIMEOUT,
-        sleep: Callable[[float], Any] = time.sleep,
-        async_sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
-        before_sleep: Optional[BeforeSleep] = None,
-        after_attempt: Optional[AfterAttempt] = None,
+        attempt_timeout: Seconds | None = None,
+        total_timeout: Seconds | None = DEFAULT_TOTAL_TIMEOUT,
+        sleep: Sleep = time.sleep,
+        async_sleep: AsyncSleep = asyncio.sleep,
+        before_sleep: BeforeSleep | None = None,
+        after_attempt: AfterAttempt | None = None,
         classify_exception: ExceptionClassifier = classify_exception,
-        classify_result: Optional[ResultClassifier] = None,
+        classify_result: ResultClassifier | None = None,
         http: bool = False,
     ) -> None:
         if not isinstance(policy, _Policy):
             raise TypeError(f"policy must be a holdoff.Policy, not {type(policy).__name__}")
-        required: Tuple[Tuple[str, object], ...] = (
-            ("sleep", sleep), ("async_sleep", async_sleep),
+        required: tuple[tuple[str, object], ...] = (
+            ("sleep", sleep),
+            ("async_sleep", async_sleep),
             ("classify_exception", classify_exception),
         )
         for name, fn in required:
             if not callable(fn):
                 raise TypeError(f"{name} must be callable, not {type(fn).__name__}")
-        optional: Tuple[Tuple[str, object], ...] = (
-            ("classify_result", classify_result), ("before_sleep", before_sleep),
+        optional: tuple[tuple[str, object], ...] = (
+            ("classify_result", classify_result),
+            ("before_sleep", before_sleep),
             ("after_attempt", after_attempt),
         )
         for name, fn in optional:
@@ -331,16 +375,19 @@ class Retrying:
                 raise TypeError(f"{name} must be callable or None, not {type(fn).__name__}")
         # What can be told before the first attempt: a sleeper of the wrong kind.
         if inspect.iscoroutinefunction(sleep):
-            raise TypeError("sleep must block, not be a coroutine function (give it as "
-                            "async_sleep)")
+            raise TypeError(
+                "sleep must block, not be a coroutine function (give it as async_sleep)"
+            )
         if async_sleep is cast(Any, time.sleep):
-            raise TypeError("async_sleep must return an awaitable; time.sleep blocks (give it "
-                            "as sleep)")
+            raise TypeError(
+                "async_sleep must return an awaitable; time.sleep blocks (give it as sleep)"
+            )
         if not isinstance(http, bool):
             raise TypeError(f"http must be a bool, not {type(http).__name__}")
         if classify_result is not None and http:
             raise TypeError("give either classify_result or http=True, not both")
-        # Checked now (InvalidConfig naming execute.attempt_timeout / execute.total_timeout);
+        # Checked now (InvalidConfigError naming execute.attempt_timeout or
+        # execute.total_timeout);
         # each call is a fresh copy of this one.
         self._template = Execution(
             policy, attempt_timeout=attempt_timeout, total_timeout=total_timeout
@@ -365,74 +412,59 @@ class Retrying:
     def __iter__(self) -> Iterator[Attempt]:
         """The sync retry loop: yields each admitted attempt; sleeps with ``sleep``."""
         ex = self._template.fresh()
-        step = ex.next_step()
-        attempt: Optional[Attempt] = None
-        while True:
-            if type(step) is AttemptPlan:
-                attempt = Attempt(self, ex, step)
-                try:
-                    yield attempt
-                except BaseException:  # the loop was left, or thrown into, mid-attempt
-                    ex.cancel()
-                    raise
-                step = attempt._next
-                if step is None:  # the block never went through `with attempt:`
-                    raise self._not_entered(attempt)
-                if type(step) is Verdict:  # the attempt's exit surfaced it
-                    return
-            elif type(step) is WaitPlan:
-                try:
-                    if self.before_sleep is not None:
-                        self.before_sleep(step)
-                    slept = self.sleep(step.delay)
-                    if slept is not None and inspect.isawaitable(slept):
-                        _discard(slept)
-                        raise TypeError("sleep must block, not return an awaitable (give an "
-                                        "async sleeper as async_sleep)")
-                except BaseException:
-                    # The caller's cancellation (KeyboardInterrupt), or a hook or sleeper that
-                    # failed: the call ends, and the retry it paid for is given back.
-                    ex.cancel()
-                    raise
-                step = ex.next_step()
-            else:  # refused before an attempt, or past the budget or the total timeout
-                raise self._verdict_error(step, attempt)
+        for item in self._steps(ex):
+            with _cancelled_on_failure(ex):
+                if not isinstance(item, WaitPlan):
+                    yield item
+                    continue
+                if self.before_sleep is not None:
+                    self.before_sleep(item)
+                slept = self.sleep(item.delay)
+                if slept is not None and inspect.isawaitable(slept):
+                    _discard(slept)
+                    raise TypeError(
+                        "sleep must block, not return an awaitable (give an "
+                        "async sleeper as async_sleep)"
+                    )
 
     async def __aiter__(self) -> AsyncIterator[Attempt]:
         """The async retry loop: yields each admitted attempt, timed by its limit inside
         ``with attempt:``; sleeps with ``async_sleep``."""
         ex = self._template.fresh()
+        for item in self._steps(ex):
+            with _cancelled_on_failure(ex):
+                if isinstance(item, WaitPlan):
+                    if self.before_sleep is not None:
+                        self.before_sleep(item)
+                    await sleeping(self.async_sleep, item.delay)
+                else:
+                    item._task = asyncio.current_task()
+                    yield item
+
+    # -- what the loops share: the steps, a misused attempt, a verdict's exception --------------
+
+    def _steps(self, ex: Execution) -> Iterator[Attempt | WaitPlan]:
+        """The steps of one call, for either loop: each admitted attempt (the caller's block
+        runs it, and its exit records it) and each wait (the loop sleeps it). Ends when an
+        attempt's exit surfaced the verdict; raises the verdict's error when the call ends
+        refused, past the budget or the total timeout, or when a block skipped ``with
+        attempt:``."""
         step = ex.next_step()
-        attempt: Optional[Attempt] = None
+        attempt: Attempt | None = None
         while True:
             if type(step) is AttemptPlan:
                 attempt = Attempt(self, ex, step)
-                attempt._task = asyncio.current_task()
-                try:
-                    yield attempt
-                except BaseException:  # the loop was left, or thrown into, mid-attempt
-                    ex.cancel()
-                    raise
+                yield attempt
                 step = attempt._next
                 if step is None:  # the block never went through `with attempt:`
                     raise self._not_entered(attempt)
                 if type(step) is Verdict:  # the attempt's exit surfaced it
                     return
             elif type(step) is WaitPlan:
-                try:
-                    if self.before_sleep is not None:
-                        self.before_sleep(step)
-                    await sleeping(self.async_sleep, step.delay)
-                except BaseException:
-                    # The caller's cancellation, or a hook or sleeper that failed: the call
-                    # ends, and the retry it paid for is given back.
-                    ex.cancel()
-                    raise
+                yield step
                 step = ex.next_step()
-            else:  # refused before an attempt, or past the budget or the total timeout
+            else:
                 raise self._verdict_error(step, attempt)
-
-    # -- what the loops share: a misused attempt, a verdict's exception --------------------------
 
     @staticmethod
     def _not_entered(attempt: Attempt) -> RuntimeError:
@@ -440,21 +472,28 @@ class Retrying:
         attempt._after()
         return RuntimeError(_NOT_ENTERED)
 
-    def _verdict_error(self, v: Verdict, a: Optional[Attempt]) -> BaseException:
+    def _verdict_error(self, v: Verdict, a: Attempt | None) -> BaseException:
         """The exception of a verdict that is neither a return nor the attempt's own exception:
-        ``BreakerOpen`` or ``GiveUp`` (the last attempt's exception as ``__cause__``, its value
-        as ``result``), or a cancellation no exception carried (a value classified
+        ``BreakerOpenError`` or ``GiveUpError`` (the last attempt's exception as ``__cause__``,
+        its value as ``result``), or a cancellation no exception carried (a value classified
         ``cancelled``)."""
         cause = a._error if a is not None else None
         result = a.result if a is not None else None
         error: BaseException
         if v.kind == "give_up":
-            error = GiveUp(cast(str, v.reason), v.retry_after, v.attempts, result,
-                           server_delay=v.server_delay, capped=v.capped)
+            error = GiveUpError(
+                cast(GiveUpReason, v.reason),
+                v.retry_after,
+                v.attempts,
+                result,
+                server_delay=v.server_delay,
+                capped=v.capped,
+            )
         elif v.kind == "breaker_open":
             s = self.policy.breaker.snapshot()
-            error = BreakerOpen(v.retry_after, s.state, s.episode, attempts=v.attempts,
-                                result=result)
+            error = BreakerOpenError(
+                v.retry_after, s.state, s.episode, attempts=v.attempts, result=result
+            )
         else:
             error = asyncio.CancelledError()
         error.__cause__ = cause
@@ -462,7 +501,7 @@ class Retrying:
 
     # -- the helpers on the loops ----------------------------------------------------------------
 
-    def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Calls ``fn(*args, **kwargs)``, retrying as the policy decides; returns its value."""
         for attempt in self:
             with attempt:
@@ -470,7 +509,9 @@ class Retrying:
         value: T = attempt._value
         return value
 
-    async def call_async(self, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any) -> T:
+    async def call_async(
+        self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Awaits ``fn(*args, **kwargs)``, retrying as the policy decides; each attempt is cut
         at its time limit; returns its value."""
         async for attempt in self:
@@ -479,40 +520,40 @@ class Retrying:
         value: T = attempt._value
         return value
 
-    def __call__(self, fn: F) -> F:
+    @overload
+    def __call__(
+        self, fn: Callable[P, Coroutine[Any, Any, T]]
+    ) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    @overload
+    def __call__(self, fn: Callable[P, T]) -> Callable[P, T]: ...
+    def __call__(self, fn: Callable[P, Any]) -> Callable[P, Any]:
         """Decorates a function or an ``async def``: every call goes through :meth:`call` or
-        :meth:`call_async`."""
+        :meth:`call_async`. The decorated function keeps its signature."""
         if inspect.iscoroutinefunction(fn):
             call_async = self.call_async
 
             @functools.wraps(fn)
-            async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
                 return await call_async(fn, *args, **kwargs)
 
-            return cast(F, async_wrapper)
+            return async_wrapper
 
         call = self.call
 
         @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
             return call(fn, *args, **kwargs)
 
-        return cast(F, wrapper)
+        return wrapper
 
 
-def retrying(policy: _Policy, **options: Any) -> Retrying:
-    """``Retrying(policy, **options)``: a decorator, ``call`` helpers and an attempt iterator
-    in one object."""
-    return Retrying(policy, **options)
-
-
-def call(policy: _Policy, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+def call(policy: _Policy, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """Calls ``fn(*args, **kwargs)`` with the policy's retries and the default options."""
     return Retrying(policy).call(fn, *args, **kwargs)
 
 
 async def call_async(
-    policy: _Policy, fn: Callable[..., Awaitable[T]], /, *args: Any, **kwargs: Any
+    policy: _Policy, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
 ) -> T:
     """Awaits ``fn(*args, **kwargs)`` with the policy's retries and the default options."""
     return await Retrying(policy).call_async(fn, *args, **kwargs)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Awaitable, Callable, Optional, Union
+from collections.abc import Awaitable
+from typing import Any, Callable
 
 __all__ = ["AttemptTimer", "cancelling", "sleeping"]
 
 
-def cancelling(task: "asyncio.Task[Any]") -> int:
+def cancelling(task: asyncio.Task[Any]) -> int:
     """The cancellation requests pending on ``task`` (Python 3.11+ counts them; before 3.11:
     always 0)."""
     count = getattr(task, "cancelling", None)
@@ -25,7 +26,8 @@ def sleeping(async_sleep: Callable[[float], Awaitable[Any]], delay: float) -> Aw
     if not inspect.isawaitable(got):
         raise TypeError(
             f"async_sleep must return an awaitable (an async def, asyncio.sleep), not "
-            f"{type(got).__name__}")
+            f"{type(got).__name__}"
+        )
     return got
 
 
@@ -36,11 +38,11 @@ class AttemptTimer:
     starts), so that a test's sleeper on a :class:`ManualClock` drives the limit too. A sleeper
     that fails abandons the attempt as the limit would (``error`` then holds its exception)."""
 
-    __slots__ = ("_task", "_handle", "_armed", "_baseline", "fired", "error")
+    __slots__ = ("_armed", "_baseline", "_handle", "_task", "error", "fired")
 
     def __init__(
         self,
-        task: "asyncio.Task[Any]",
+        task: asyncio.Task[Any],
         limit: float,
         async_sleep: Callable[[float], Awaitable[Any]],
     ) -> None:
@@ -49,8 +51,8 @@ class AttemptTimer:
         # Cancellation requests pending before the attempt: not the caller's new ones.
         self._baseline = cancelling(task)
         self.fired = False
-        self.error: Optional[BaseException] = None
-        self._handle: Union[asyncio.TimerHandle, "asyncio.Future[Any]"]
+        self.error: BaseException | None = None
+        self._handle: asyncio.TimerHandle | asyncio.Future[Any]
         if async_sleep is asyncio.sleep:
             self._handle = task.get_loop().call_later(limit, self._fire)
         else:
@@ -58,16 +60,18 @@ class AttemptTimer:
             waiting.add_done_callback(self._slept)
             self._handle = waiting
 
-    def _slept(self, waiting: "asyncio.Future[Any]") -> None:
+    def _slept(self, waiting: asyncio.Future[Any]) -> None:
         if waiting.cancelled():
             return
         error = waiting.exception()
         if error is not None:
             if not self._armed:  # the attempt is over: nobody else will see it
-                waiting.get_loop().call_exception_handler({
-                    "message": "holdoff: the attempt timer's async_sleep failed",
-                    "exception": error,
-                })
+                waiting.get_loop().call_exception_handler(
+                    {
+                        "message": "holdoff: the attempt timer's async_sleep failed",
+                        "exception": error,
+                    }
+                )
                 return
             self.error = error
         self._fire()

@@ -21,7 +21,8 @@ import faulthandler
 import sys
 import threading
 import time
-from typing import Callable, Iterator, List, Optional, Tuple
+from collections.abc import Iterator
+from typing import Callable
 
 import pytest
 
@@ -35,7 +36,7 @@ STEP = 0.1  # seconds the clock moves between rounds
 JOIN_TIMEOUT = 30.0  # seconds for the whole run; far above the ~2 s it takes
 WATCHDOG = 90.0  # seconds before faulthandler kills a hung process
 
-EventKey = Tuple[float, str, str, int, str]
+EventKey = tuple[float, str, str, int, str]
 
 
 def upstream(tid: int, rnd: int, i: int) -> Outcome:
@@ -76,9 +77,9 @@ class Tally:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.c: collections.Counter[str] = collections.Counter()
-        self.errors: List[BaseException] = []
+        self.errors: list[BaseException] = []
 
-    def add(self, c: "collections.Counter[str]") -> None:
+    def add(self, c: collections.Counter[str]) -> None:
         with self.lock:
             self.c.update(c)
 
@@ -88,12 +89,12 @@ class Tally:
 
 
 def run_threads(
-    target: Callable[[int], None], tally: Tally, barrier: Optional[threading.Barrier] = None
+    target: Callable[[int], None], tally: Tally, barrier: threading.Barrier | None = None
 ) -> None:
     def guarded(tid: int) -> None:
         try:
             target(tid)
-        except BaseException as e:  # noqa: BLE001 - any exception is a test failure
+        except BaseException as e:
             tally.fail(e)
             if barrier is not None:
                 barrier.abort()  # the others fail at once instead of waiting out the timeout
@@ -116,7 +117,7 @@ def key(e: holdoff.StateChange) -> EventKey:
     return (e.at, e.from_state, e.to_state, e.episode, e.reason)
 
 
-def check_chain(events: List[holdoff.StateChange]) -> None:
+def check_chain(events: list[holdoff.StateChange]) -> None:
     """The drained queue is filled under the breaker's lock: consecutive changes must connect."""
     state = "closed"
     for e in events:
@@ -141,12 +142,12 @@ def test_threads_share_one_breaker_and_one_quota(contended: None) -> None:
     # The listener runs in whichever thread caused the change, outside the breaker's lock, and
     # re-enters the breaker: a snapshot on every change, and on an opening one extra admission
     # that it records as cancelled (or a refusal, which must be counted like any other).
-    heard: List[EventKey] = []
+    heard: list[EventKey] = []
 
     def listener(e: holdoff.StateChange) -> None:
         try:
             heard_one(e)
-        except BaseException as err:  # noqa: BLE001 - would only reach sys.unraisablehook
+        except BaseException as err:
             tally.fail(err)
 
     def heard_one(e: holdoff.StateChange) -> None:
@@ -158,7 +159,7 @@ def test_threads_share_one_breaker_and_one_quota(contended: None) -> None:
             c: collections.Counter[str] = collections.Counter(attempts=1, listener=1)
             try:
                 p = breaker.allow()
-            except holdoff.BreakerOpen:
+            except holdoff.BreakerOpenError:
                 c["refused"] += 1
             else:
                 c["admitted"] += 1
@@ -169,7 +170,7 @@ def test_threads_share_one_breaker_and_one_quota(contended: None) -> None:
 
     breaker.on_state_change(listener)
 
-    drained: List[holdoff.StateChange] = []
+    drained: list[holdoff.StateChange] = []
 
     def between_rounds() -> None:
         # Runs in one thread while every other thread waits at the barrier.
@@ -180,8 +181,8 @@ def test_threads_share_one_breaker_and_one_quota(contended: None) -> None:
 
     def worker(tid: int) -> None:
         c: collections.Counter[str] = collections.Counter()
-        held: List[Tuple[holdoff.Permit, Outcome]] = []
-        leases: List[holdoff.QuotaLease] = []
+        held: list[tuple[holdoff.Permit, Outcome]] = []
+        leases: list[holdoff.QuotaLease] = []
         seq = 0  # this thread's records so far: picks the deliberate misuses
 
         def record(permit: holdoff.Permit, outcome: Outcome) -> None:
@@ -205,7 +206,7 @@ def test_threads_share_one_breaker_and_one_quota(contended: None) -> None:
                 timeout = outcome == Outcome.TIMEOUT
                 try:
                     lease = quota.acquire(timeout=timeout)
-                except holdoff.QuotaEmpty as e:
+                except holdoff.QuotaEmptyError as e:
                     c["quota_empty"] += 1
                     assert 0 <= e.available < e.cost == (10 if timeout else 5)
                 else:
@@ -237,7 +238,7 @@ def test_threads_share_one_breaker_and_one_quota(contended: None) -> None:
                 c["attempts"] += 1
                 try:
                     permit = breaker.allow()
-                except holdoff.BreakerOpen as e:
+                except holdoff.BreakerOpenError as e:
                     c["refused"] += 1
                     assert e.state in ("open", "half_open")
                     assert e.retry_after is not None and e.retry_after >= 0
@@ -302,17 +303,22 @@ def test_threads_share_one_policy(contended: None) -> None:
         clock=clock,
     )
     budget = holdoff.RetryBudget(
-        max_retries=3, backoff=holdoff.Backoff(0.05, 2.0, max=0.2), max_backoff_duration=2.0,
+        max_retries=3,
+        backoff=holdoff.Backoff(0.05, 2.0, max=0.2),
+        max_backoff_duration=2.0,
         clock=clock,
     )
     capacity = 80
     retry_cost, timeout_cost = 5, 10
     quota = holdoff.RetryQuota(
-        capacity=capacity, retry_cost=retry_cost, timeout_cost=timeout_cost, success_refill=0,
+        capacity=capacity,
+        retry_cost=retry_cost,
+        timeout_cost=timeout_cost,
+        success_refill=0,
     )
     policy = holdoff.Policy(breaker, budget, quota)
     tally = Tally()
-    heard: List[EventKey] = []
+    heard: list[EventKey] = []
 
     def listener(e: holdoff.StateChange) -> None:
         heard.append(key(e))
@@ -320,10 +326,11 @@ def test_threads_share_one_policy(contended: None) -> None:
         # assertion here would only reach sys.unraisablehook: it is collected instead.)
         try:
             assert policy.breaker.snapshot().episode >= e.episode
-        except BaseException as err:  # noqa: BLE001
+        except BaseException as err:
             tally.fail(err)
 
     breaker.on_state_change(listener)
+
     def between_rounds() -> None:
         clock.advance(STEP)
 
@@ -334,17 +341,17 @@ def test_threads_share_one_policy(contended: None) -> None:
         # Calls due now and calls parked until the clock moves (a Wait, or a Retry's delay);
         # per call, the permits it was given and the cost of its last lease (the one a success
         # refunds; a call that gives up keeps its tokens spent).
-        ready: List[Tuple[holdoff.Call, List[int]]] = []
-        parked: List[Tuple[holdoff.Call, List[int]]] = []
+        ready: list[tuple[holdoff.PolicyCall, list[int]]] = []
+        parked: list[tuple[holdoff.PolicyCall, list[int]]] = []
 
-        def finish(call: holdoff.Call, books: List[int]) -> None:
+        def finish(call: holdoff.PolicyCall, books: list[int]) -> None:
             assert call.attempts == books[0]  # a call's attempts are exactly its permits
             c["finished"] += 1
 
         for rnd in range(ROUNDS):
             for i in range(CALLS // 2):
                 if not ready:
-                    ready.append((holdoff.Call(), [0, 0]))
+                    ready.append((holdoff.PolicyCall(), [0, 0]))
                     c["calls"] += 1
                 call, books = ready.pop(0)
                 c["before"] += 1
@@ -409,7 +416,7 @@ def test_threads_share_one_policy(contended: None) -> None:
 def test_threads_share_one_group() -> None:
     """Concurrent first use of one key yields one breaker, the same object for every thread."""
     group = holdoff.BreakerGroup(clock=holdoff.ManualClock())
-    seen: List[List[Optional[holdoff.Breaker]]] = [[] for _ in range(THREADS)]
+    seen: list[list[holdoff.Breaker | None]] = [[] for _ in range(THREADS)]
     tally = Tally()
     start = threading.Barrier(THREADS, timeout=JOIN_TIMEOUT)
 
@@ -425,3 +432,27 @@ def test_threads_share_one_group() -> None:
     for k in range(200):
         assert len({id(s[k]) for s in seen}) == 1
         assert group.peek(f"host-{k}") is seen[0][k]
+
+
+def test_shared_between_threads() -> None:
+    clock = holdoff.ManualClock()
+    b = holdoff.Breaker(trip=holdoff.ConsecutiveFailures(10**6), clock=clock)
+    q = holdoff.RetryQuota(capacity=10**6, retry_cost=1)
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for i in range(2000):
+                b.record(b.allow(), Outcome.FAILURE if i % 2 else Outcome.SUCCESS)
+                q.acquire()
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert q.available == 10**6 - 8000
+    assert b.state == "closed"
