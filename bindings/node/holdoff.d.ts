@@ -399,8 +399,8 @@ export type Decision =
     }
   | { readonly decision: 'give_up'; readonly reason: GiveUpReason; readonly serverDelayMs: number | null }
 
-/** The per-call part of retrying. */
-export declare class RetryCall {
+/** The budget's per-call state (the core's `RetryState`): one per logical call. */
+export declare class RetryState {
   private constructor()
   readonly retries: number
   readonly firstFailureMs: number | null
@@ -409,8 +409,10 @@ export declare class RetryCall {
 /** The retry budget of one upstream. */
 export declare class RetryBudget {
   constructor(options?: BudgetOptions)
-  newCall(): RetryCall
-  decide(call: RetryCall, outcome: Outcome): Decision
+  /** The state of a fresh logical call, for `decide`. */
+  newCall(): RetryState
+  /** What to do after an answer of the call whose state is `state`. */
+  decide(state: RetryState, outcome: Outcome): Decision
   readonly episodeStartMs: number | null
 }
 
@@ -478,7 +480,7 @@ export declare function parseRetryAfter(value: string, options?: WallNow): Retry
  * The retry hint of a response: the first present of `retry-after-ms`, `x-ms-retry-after-ms`
  * (milliseconds), `Retry-After`, `RateLimit` (its `t`), `RateLimit-Reset`, `X-RateLimit-Reset`.
  */
-export declare function retryAfterHint(headers: HeadersLike, options?: WallNow): RetryAfter & { readonly source: HintSource }
+export declare function hintFromHeaders(headers: HeadersLike, options?: WallNow): RetryAfter & { readonly source: HintSource }
 
 export interface ClassifierOptions {
   failureStatuses?: number[]
@@ -511,6 +513,11 @@ export declare class Classifier {
 // ---------------------------------------------------------------------------------------------
 // Policy
 
+/**
+ * Each part is an object or its options; left out (or `undefined`), the part takes its defaults.
+ * Any other value, `null` included, is refused with the `TypeError` `invalid_config` that part's
+ * own constructor gives for it (`new Breaker(null)`: field `breaker`).
+ */
 export interface PolicyOptions {
   breaker?: Breaker | BreakerOptions
   budget?: RetryBudget | BudgetOptions
@@ -612,10 +619,10 @@ export declare class Policy {
   readonly quota: RetryQuota | undefined
   readonly classifier: Classifier
   newCall(): PolicyCall
-  before(call: PolicyCall): Before
-  after(call: PolicyCall, permit: Permit, outcome: Outcome): Decision
+  beforeAttempt(call: PolicyCall): Before
+  afterAttempt(call: PolicyCall, permit: Permit, outcome: Outcome): Decision
   /**
-   * `after` for an HTTP response. A number that is not a status (outside 0..999) is a `RangeError`
+   * `afterAttempt` for an HTTP response. A number that is not a status (outside 0..999) is a `RangeError`
    * `invalid_input` naming `status`, and the permit is then recorded as cancelled.
    */
   afterResponse(call: PolicyCall, permit: Permit, status: number, headers?: HeadersLike): Decision & { readonly outcome: OutcomeName | 'retry_later' }

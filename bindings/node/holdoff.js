@@ -12,9 +12,10 @@ const native = require('./index.js')
 /** setTimeout's largest delay (2^31-1 ms, about 24.8 days); longer waits are chained. */
 const MAX_TIMER_MS = 2 ** 31 - 1
 
-// Outcome names and the native layer's codes for them.
-const OUTCOME_CODES = Object.freeze({ success: 0, answer: 1, failure: 2, timeout: 3, cancelled: 4 })
-const RETRY_LATER = 5
+// The core's outcome names indexed by their codes (holdoff::interop), and the codes by name.
+const OUTCOMES = native.outcomeNames()
+const OUTCOME_CODES = Object.freeze(Object.fromEntries(OUTCOMES.map((name, code) => [name, code])))
+const RETRY_LATER = OUTCOME_CODES.retry_later
 const EFFECTS = Object.freeze(['counted', 'stale', 'ignored'])
 
 // ---------------------------------------------------------------------------------------------
@@ -137,15 +138,11 @@ function outcomeOf(o) {
   // Returns the native code; a retry-later's delay goes through `retryLaterMsOf`.
   switch (o) {
     case 'success':
-      return 0
     case 'answer':
-      return 1
     case 'failure':
-      return 2
     case 'timeout':
-      return 3
     case 'cancelled':
-      return 4
+      return OUTCOME_CODES[o]
   }
   if (o !== null && typeof o === 'object') {
     const name = o.outcome
@@ -378,8 +375,8 @@ class Breaker extends EventEmitter {
     if (!this.listeners('removeListener').includes(this.#onRemoved)) this.on('removeListener', this.#onRemoved)
   }
 
-  removeAllListeners(name) {
-    super.removeAllListeners(...arguments)
+  removeAllListeners(...args) {
+    super.removeAllListeners(...args)
     this.#onRemoved('stateChange')
     this.#watch()
     return this
@@ -614,34 +611,34 @@ class BreakerGroup {
 // Retry budget and quota
 
 let budgetHandleOf
-let retryCallHandleOf
+let retryStateHandleOf
 
-/** The per-call part of retrying: one per logical call. */
-class RetryCall {
+/** The budget's per-call state (the core's `RetryState`): one per logical call. */
+class RetryState {
   #h
 
   constructor(handle) {
-    if (handle === undefined) throw typeError('invalid_input', 'a RetryCall comes from budget.newCall()', 'call')
+    if (handle === undefined) throw typeError('invalid_input', 'a RetryState comes from budget.newCall()', 'state')
     this.#h = handle
   }
 
   static {
-    retryCallHandleOf = (c) => {
-      if (!(c instanceof RetryCall)) {
-        throw typeError('invalid_input', `invalid input: call must be a RetryCall from budget.newCall(), got ${describe(c)}`, 'call')
+    retryStateHandleOf = (s) => {
+      if (!(s instanceof RetryState)) {
+        throw typeError('invalid_input', `invalid input: state must be a RetryState from budget.newCall(), got ${describe(s)}`, 'state')
       }
-      return c.#h
+      return s.#h
     }
   }
 
   /** Retries taken on the counted path. */
   get retries() {
-    return native.retryCallRetries(this.#h)
+    return native.retryStateRetries(this.#h)
   }
 
   /** When the counted path started for this call (ms on the clock), or `null`. */
   get firstFailureMs() {
-    return native.retryCallFirstFailureMs(this.#h)
+    return native.retryStateFirstFailureMs(this.#h)
   }
 }
 
@@ -662,15 +659,18 @@ class RetryBudget {
     budgetHandleOf = (b) => b.#h
   }
 
-  /** A fresh logical call. */
+  /** The state of a fresh logical call, for `decide`. */
   newCall() {
-    return new RetryCall(native.budgetNewCall())
+    return new RetryState(native.retryStateNew())
   }
 
-  /** What to do after an answer: `{ decision: 'done' | 'retry' | 'give_up', ... }`. */
-  decide(call, outcome) {
+  /**
+   * What to do after an answer of the call whose state is `state`:
+   * `{ decision: 'done' | 'retry' | 'give_up', ... }`.
+   */
+  decide(state, outcome) {
     const code = outcomeOf(outcome)
-    return native.budgetDecide(this.#h, retryCallHandleOf(call), code, retryLaterMsOf(code, outcome))
+    return native.budgetDecide(this.#h, retryStateHandleOf(state), code, retryLaterMsOf(code, outcome))
   }
 
   /** When the current rate-limit episode started (ms on the clock), or `null`. */
@@ -786,8 +786,8 @@ function parseRetryAfter(value, options) {
  * `retry-after-ms`, `x-ms-retry-after-ms`, `Retry-After`, `RateLimit`, `RateLimit-Reset`,
  * `X-RateLimit-Reset` (the core's precedence; `source` is its stable name).
  */
-function retryAfterHint(headers, options) {
-  return native.retryAfterHint(flatHeaders(headers), wallNowMs(options))
+function hintFromHeaders(headers, options) {
+  return native.hintFromFlatHeaders(flatHeaders(headers), wallNowMs(options))
 }
 
 let classifierHandleOf
@@ -906,7 +906,6 @@ function sleep(ms, signal, timers = globalThis) {
 // The retry helpers: one loop (Policy#run) over the core's Execution (src/execution.rs)
 
 // The core's names, indexed by the codes the native layer returns.
-const OUTCOMES = native.outcomeNames()
 const VERDICTS = native.verdictNames()
 const STEP_WAIT = -1
 // How an attempt ended, as native.execComplete takes it.
@@ -1123,10 +1122,15 @@ class Policy {
       }
     }
     const clock = options.clock
-    const withClock = (o) => (clock === undefined ? o : { ...o, clock })
+    // Only an options object takes the policy's clock: anything else (null included) goes to
+    // the constructor as given, which refuses it with the error it gives on its own.
+    const withClock = (o) => {
+      if (o === undefined) o = {}
+      return clock === undefined || o === null || typeof o !== 'object' || Array.isArray(o) ? o : { ...o, clock }
+    }
     const part = (v, Ctor, make) => (v instanceof Ctor ? v : make(v))
-    this.#breaker = part(options.breaker, Breaker, (o) => new Breaker(withClock(o ?? {})))
-    this.#budget = part(options.budget, RetryBudget, (o) => new RetryBudget(withClock(o ?? {})))
+    this.#breaker = part(options.breaker, Breaker, (o) => new Breaker(withClock(o)))
+    this.#budget = part(options.budget, RetryBudget, (o) => new RetryBudget(withClock(o)))
     this.#quota = options.quota === undefined ? undefined : part(options.quota, RetryQuota, (o) => new RetryQuota(o))
     this.#classifier = part(options.classifier, Classifier, (o) => new Classifier(o))
     this.#h = native.policyNew(
@@ -1153,7 +1157,7 @@ class Policy {
     return this.#classifier
   }
 
-  /** A fresh logical call for `before`/`after`. */
+  /** A fresh logical call for `beforeAttempt`/`afterAttempt`. */
   newCall() {
     return new PolicyCall(native.policyNewCall())
   }
@@ -1162,8 +1166,8 @@ class Policy {
    * Before an attempt: `{ action: 'go', permit }`, `{ action: 'wait', delayMs }` (the breaker
    * is open and will admit within the budget) or `{ action: 'give_up', reason, retryAfterMs }`.
    */
-  before(call) {
-    const r = native.policyBefore(this.#h, policyCallHandleOf(call))
+  beforeAttempt(call) {
+    const r = native.policyBeforeAttempt(this.#h, policyCallHandleOf(call))
     this.#breaker._deliver()
     if (r.action === 'go') return { action: 'go', permit: slowPermit(r) }
     return r
@@ -1171,17 +1175,17 @@ class Policy {
 
   #checkPermit(permit) {
     if (!(permit instanceof Permit)) {
-      throw typeError('invalid_input', `invalid input: permit must be a Permit from before(), got ${describe(permit)}`, 'permit')
+      throw typeError('invalid_input', `invalid input: permit must be a Permit from beforeAttempt(), got ${describe(permit)}`, 'permit')
     }
     if (permit._recorded) throw permit._breaker === this.#breaker.id ? alreadyRecorded() : foreignPermit()
   }
 
   /** After an attempt: records the outcome and returns done, retry after `delayMs`, or give up. */
-  after(call, permit, outcome) {
+  afterAttempt(call, permit, outcome) {
     const c = policyCallHandleOf(call)
     const code = outcomeOf(outcome)
     this.#checkPermit(permit)
-    const d = native.policyAfter(this.#h, c, permit._breaker, permit._rawEpisode, permit._probeId, code, retryLaterMsOf(code, outcome))
+    const d = native.policyAfterAttempt(this.#h, c, permit._breaker, permit._rawEpisode, permit._probeId, code, retryLaterMsOf(code, outcome))
     if (d === null) throw foreignPermit()
     permit._recorded = true
     this.#breaker._deliver()
@@ -1189,8 +1193,8 @@ class Policy {
   }
 
   /**
-   * `after` for an HTTP response: classifies status and headers at the decision's clock reading.
-   * A number that is not a status (outside 0..999, or not whole) throws `RangeError`
+   * `afterAttempt` for an HTTP response: classifies status and headers at the decision's clock
+   * reading. A number that is not a status (outside 0..999, or not whole) throws `RangeError`
    * `invalid_input` naming `status`, and the permit is then recorded as cancelled.
    */
   afterResponse(call, permit, status, headers) {
@@ -1430,14 +1434,14 @@ module.exports = {
   BreakerGroup,
   Permit,
   RetryBudget,
-  RetryCall,
+  RetryState,
   RetryQuota,
   QuotaLease,
   Classifier,
   Policy,
   PolicyCall,
   parseRetryAfter,
-  retryAfterHint,
+  hintFromHeaders,
   sleep,
   PermitError,
   UpstreamUnavailableError,

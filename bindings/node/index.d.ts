@@ -11,8 +11,8 @@ export interface BreakerBox { readonly __holdoff: 'BreakerBox' }
 export interface GroupBox { readonly __holdoff: 'GroupBox' }
 /** Handle of a retry budget. */
 export interface BudgetBox { readonly __holdoff: 'BudgetBox' }
-/** Handle of a budget's logical call. */
-export interface RetryCallBox { readonly __holdoff: 'RetryCallBox' }
+/** Handle of a budget's per-call state. */
+export interface RetryStateBox { readonly __holdoff: 'RetryStateBox' }
 /** Handle of a retry quota. */
 export interface QuotaBox { readonly __holdoff: 'QuotaBox' }
 /** Handle of a quota lease. */
@@ -95,16 +95,13 @@ export declare function breakerSnapshot(h: ExternalObject<BreakerBox>): object
 export declare function breakerTakeListened(h: ExternalObject<BreakerBox>): unknown[] | null
 
 /** Decides what to do after an answer (outcome codes as in `breakerRecord`). */
-export declare function budgetDecide(h: ExternalObject<BudgetBox>, call: ExternalObject<RetryCallBox>, outcomeCode: number, retryLaterMs: number): object
+export declare function budgetDecide(h: ExternalObject<BudgetBox>, state: ExternalObject<RetryStateBox>, outcomeCode: number, retryLaterMs: number): object
 
 /** When the current rate-limit episode started (ms on the budget's clock), or `null`. */
 export declare function budgetEpisodeStartMs(h: ExternalObject<BudgetBox>): number | null
 
 /** A retry budget from options; `RangeError`/`TypeError` `invalid_config`. */
 export declare function budgetNew(options: unknown, clock?: ExternalObject<ClockBox> | undefined | null): ExternalObject<BudgetBox>
-
-/** A fresh logical call for `budgetDecide`. */
-export declare function budgetNewCall(): ExternalObject<RetryCallBox>
 
 /**
  * Classifies a response: `{ outcome, retryLaterMs, hint, source, shouldRetry }`; `RangeError`
@@ -229,12 +226,18 @@ export declare function groupPeek(h: ExternalObject<GroupBox>, key: string): Ext
 /** The group's counts (`BreakerGroup::snapshot`): `{ size, maxKeys, evictions, overflows }`. */
 export declare function groupSnapshot(h: ExternalObject<GroupBox>): object
 
+/**
+ * The retry hint of a response's headers (flat `[name, value, ...]`) by the core's precedence:
+ * `{ delayMs }` or `{ unusable }`, and `source`, the core's name of the header it came from.
+ */
+export declare function hintFromFlatHeaders(headers: Array<string>, nowUnixMs: number): object
+
 /** Whether the lease was given back. */
 export declare function leaseGivenBack(lease: ExternalObject<LeaseBox>): boolean
 
 /**
- * The core's outcome names, indexed by the outcome codes of `breakerRecord` (0 success,
- * 1 answer, 2 failure, 3 timeout, 4 cancelled, 5 retry later).
+ * The core's outcome names, indexed by their codes (`holdoff.js` builds its name-to-code
+ * table from this).
  */
 export declare function outcomeNames(): Array<string>
 
@@ -245,7 +248,7 @@ export declare function outcomeNames(): Array<string>
 export declare function parseRetryAfterValue(value: string, nowUnixMs: number): object
 
 /** After an attempt: the decision object, or `null` if the permit belongs to another breaker. */
-export declare function policyAfter(h: ExternalObject<PolicyBox>, call: ExternalObject<PolicyCallBox>, breaker: number, episode: number, probe: number, outcomeCode: number, retryLaterMs: number): object | null
+export declare function policyAfterAttempt(h: ExternalObject<PolicyBox>, call: ExternalObject<PolicyCallBox>, breaker: number, episode: number, probe: number, outcomeCode: number, retryLaterMs: number): object | null
 
 /**
  * After an attempt that got an HTTP response (flat headers): the decision object with the
@@ -257,7 +260,7 @@ export declare function policyAfterResponse(h: ExternalObject<PolicyBox>, call: 
  * Before an attempt: `{ action: 'go', ...permit }`, `{ action: 'wait', delayMs }` or
  * `{ action: 'give_up', reason, retryAfterMs }`.
  */
-export declare function policyBefore(h: ExternalObject<PolicyBox>, call: ExternalObject<PolicyCallBox>): object
+export declare function policyBeforeAttempt(h: ExternalObject<PolicyBox>, call: ExternalObject<PolicyCallBox>): object
 
 /** Attempts admitted so far in this call. */
 export declare function policyCallAttempts(call: ExternalObject<PolicyCallBox>): number
@@ -293,19 +296,16 @@ export declare function quotaNew(options: unknown): ExternalObject<QuotaBox>
 /** A call succeeded without a retry: adds the success refill. Returns the tokens left. */
 export declare function quotaOnSuccess(h: ExternalObject<QuotaBox>): number
 
-/**
- * The retry hint of a response's headers (flat `[name, value, ...]`) by the core's precedence:
- * `{ delayMs }` or `{ unusable }`, and `source`, the core's name of the header it came from.
- */
-export declare function retryAfterHint(headers: Array<string>, nowUnixMs: number): object
-
 /** When this call first failed (ms on the budget's clock), or `null`. */
-export declare function retryCallFirstFailureMs(call: ExternalObject<RetryCallBox>): number | null
+export declare function retryStateFirstFailureMs(state: ExternalObject<RetryStateBox>): number | null
+
+/** The state of a fresh logical call, for `budgetDecide`. */
+export declare function retryStateNew(): ExternalObject<RetryStateBox>
 
 /** Retries this call took on the counted path. */
-export declare function retryCallRetries(call: ExternalObject<RetryCallBox>): number
+export declare function retryStateRetries(state: ExternalObject<RetryStateBox>): number
 
-/** The core's state names indexed by their code (`State as u8`), which refusal codes carry. */
+/** The core's state names indexed by their code, which refusal codes carry. */
 export declare function stateNames(): Array<string>
 
 /** The core's verdict names, indexed by the codes of finished steps. */

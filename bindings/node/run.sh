@@ -1,33 +1,17 @@
 #!/usr/bin/env bash
 # The Node binding's entry points (the Makefile calls them):
-#   run.sh test         install npm tools, build the addon (debug), install the package from its
-#                       tarball into a scratch project, run every test there and type-check the
-#                       example
-#   run.sh conformance  the same build and install, the conformance runner only; its output ends
-#                       with `N passed, N failed, N skipped`
-#   run.sh bench        release build, then holdoff against opossum and cockatiel (not in test)
+#   run.sh test         install npm tools, lint, build the addon (debug), install the package from
+#                       its tarball into a scratch project, type-check the example, run the
+#                       conformance runner, then every other test there
+#   run.sh conformance  the same build and install, the conformance runner only
 #   run.sh leak         the same build and install, the leak loops at full size (a million
 #                       objects; `test` runs them at a tenth of the size)
-# HOLDOFF_CONFORMANCE_DIR, if set, is the suite the runner reads (default: the repository's).
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-repo="$(cd "$here/../.." && pwd)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$repo/target}"
-export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
-cmd="${1:-test}"
+# Needs Node.js >= 20 with npm (scripts/install-deps node). HOLDOFF_CONFORMANCE_DIR, if set, is
+# the suite the runner reads (default: the repository's).
+source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" node
 
-need_node() {
-  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    echo "node: installing nodejs and npm (apt)" >&2
-    apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null
-  fi
-  local major
-  major="$(node -p 'process.versions.node.split(".")[0]')"
-  if [ "$major" -lt 20 ]; then
-    echo "node: Node.js >= 20 is needed, found $(node --version)" >&2
-    exit 1
-  fi
-}
+export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
+export HOLDOFF_CONFORMANCE_DIR="${HOLDOFF_CONFORMANCE_DIR:-$ROOT/conformance}"
 
 # npm ci only when package-lock.json changed since the last install (npm ci empties node_modules).
 npm_deps() {
@@ -37,52 +21,53 @@ npm_deps() {
   cp "$dir/package-lock.json" "$stamp"
 }
 
-build() {
-  (cd "$here" && ./node_modules/.bin/napi build --platform "$@" --target-dir "$CARGO_TARGET_DIR" >/dev/null)
-}
-
-# Packs the package and installs the tarball into a fresh scratch project (as a user would, so
-# the tests see exactly the published files), then copies the tests there. Prints its path.
-scratch() {
-  local dir
-  dir="$(mktemp -d "${TMPDIR:-/tmp}/holdoff-node-XXXXXX")"
-  (cd "$here" && npm pack --silent --ignore-scripts --pack-destination "$dir" >/dev/null)
+# Builds the addon (debug), packs the package and installs the tarball into a fresh scratch
+# project (as a user would, so the tests see exactly the published files), copies the tests
+# there and moves into it.
+install_scratch() {
+  local major dir
+  major="$(node -p 'process.versions.node.split(".")[0]')"
+  [ "$major" -ge 20 ] || { log "Node.js >= 20 is needed, found $(node --version)"; exit 1; }
+  npm_deps "$HERE"
+  (cd "$HERE" && ./node_modules/.bin/napi build --platform --target-dir "$CARGO_TARGET_DIR" >/dev/null)
+  temp -d dir
+  (cd "$HERE" && npm pack --silent --ignore-scripts --pack-destination "$dir" >/dev/null)
   mkdir -p "$dir/app"
   printf '{ "name": "holdoff-scratch", "private": true, "version": "0.0.0" }\n' >"$dir/app/package.json"
   (cd "$dir/app" && npm install --no-progress --loglevel=error "$dir"/holdoff-*.tgz >/dev/null)
-  cp -r "$here/test" "$dir/app/test"
-  echo "$dir"
+  cp -r "$HERE/test" "$dir/app/test"
+  cd "$dir/app"
 }
 
-case "$cmd" in
-  test | conformance | leak)
-    need_node
-    npm_deps "$here"
-    build
-    dir="$(scratch)"
-    trap 'rm -rf "$dir"' EXIT
-    cd "$dir/app"
-    export HOLDOFF_CONFORMANCE_DIR="${HOLDOFF_CONFORMANCE_DIR:-$repo/conformance}"
-    if [ "$cmd" = conformance ]; then
-      node --test --test-reporter=./test/tally-reporter.mjs test/conformance.test.mjs
-    elif [ "$cmd" = leak ]; then
-      HOLDOFF_LEAK=full node --test --test-reporter=./test/tally-reporter.mjs test/leak.test.mjs
-    else
-      # The scratch project has no @types/node of its own: use the package's dev copy.
-      "$here/node_modules/.bin/tsc" -p test/types --typeRoots "$here/node_modules/@types"
-      echo "typescript: test/types/example.ts type-checks against the installed package"
-      node --test --test-reporter=./test/tally-reporter.mjs test/*.test.mjs
-    fi
-    ;;
-  bench)
-    need_node
-    npm_deps "$here"
-    npm_deps "$here/bench"
-    build --release
-    cd "$here/bench" && node --expose-gc bench.mjs
-    ;;
-  *)
-    echo "usage: $0 test|conformance|bench|leak" >&2
-    exit 2
-    ;;
-esac
+node_test() { # test files
+  node --test --test-reporter=./test/tally-reporter.mjs "$@"
+}
+
+cmd_test() {
+  npm_deps "$HERE"
+  # ESLint over holdoff.js, the tests and the scripts (eslint.config.mjs; not the generated index.js).
+  (cd "$HERE" && ./node_modules/.bin/eslint --max-warnings 0 .)
+  log "eslint: no problems"
+  install_scratch
+  # The scratch project has no @types/node of its own: use the package's dev copy.
+  "$HERE/node_modules/.bin/tsc" -p test/types --typeRoots "$HERE/node_modules/@types"
+  log "typescript: test/types/example.ts type-checks against the installed package"
+  log "conformance"
+  run_conformance node_test test/conformance.test.mjs
+  local others=() f
+  for f in test/*.test.mjs; do [ "$f" = test/conformance.test.mjs ] || others+=("$f"); done
+  log "every other test"
+  node_test "${others[@]}"
+}
+
+cmd_conformance() {
+  install_scratch
+  run_conformance node_test test/conformance.test.mjs
+}
+
+cmd_leak() {
+  install_scratch
+  HOLDOFF_LEAK=full node_test test/leak.test.mjs
+}
+
+run_mode "$@"

@@ -5,6 +5,7 @@
 //! names. So the error object is built and thrown here, and the function returns a
 //! `PendingException` error, which napi-rs leaves alone.
 
+use holdoff::interop::{Coded, ErrorKind};
 use holdoff::{ClockError, ConfigError, HoldoffError, InputError};
 use napi::bindgen_prelude::*;
 use napi::{JsError, JsRangeError, JsTypeError};
@@ -115,7 +116,7 @@ pub fn holdoff(env: &Env, e: &HoldoffError) -> Error {
         HoldoffError::Config(c) => config(env, c),
         HoldoffError::Input(i) => input(env, i),
         HoldoffError::Clock(c) => clock(env, c),
-        HoldoffError::Permit(p) => throw(env, Kind::Plain, e.name(), p.to_string(), None),
+        HoldoffError::Permit(p) => throw(env, Kind::Plain, ErrorKind::of(e).name(), p.to_string(), None),
     }
 }
 

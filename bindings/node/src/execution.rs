@@ -15,16 +15,19 @@
 //! core's `Execution` does when dropped, so a probe is never held by an abandoned call.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use holdoff::config::{ExecuteSpec, Num};
-use holdoff::{Attempted, Execution, GaveUp, GiveUpReason, Outcome, Policy, Step, Verdict};
+use holdoff::interop::config::{ExecuteSpec, Num};
+use holdoff::interop::Coded;
+use holdoff::{Execution, GiveUpReason, Policy, Step, Verdict};
 use napi::bindgen_prelude::*;
 use napi::ValueType;
 use napi_derive::napi;
 
+use crate::codes;
+use crate::convert::{ms, set_ms};
 use crate::err::{self, Kind};
-use crate::{headers_of, ms, outcome, set_ms, PolicyBox};
+use crate::http::{headers_of, status_int};
+use crate::policy::PolicyBox;
 
 /// One call of a retry helper: the core's execution and the last step it returned.
 pub struct ExecBox {
@@ -33,67 +36,6 @@ pub struct ExecBox {
 }
 
 const STEP_WAIT: f64 = -1.0;
-
-// The verdicts in the order of their codes; the names are the core's (`Verdict::name`).
-const VERDICTS: [Verdict; 6] = [
-    Verdict::Return { attempts: 0 },
-    Verdict::Rethrow {
-        attempts: 0,
-        reason: None,
-    },
-    Verdict::BreakerOpen {
-        attempts: 0,
-        retry_after: None,
-    },
-    Verdict::GiveUp(GaveUp {
-        reason: GiveUpReason::BudgetSpent,
-        attempts: 0,
-        retry_after: None,
-        server_delay: None,
-        capped: false,
-    }),
-    Verdict::Cancelled { attempts: 0 },
-    Verdict::InvalidInput { attempts: 0 },
-];
-
-fn verdict_code(v: &Verdict) -> f64 {
-    let name = v.name();
-    VERDICTS.iter().position(|k| k.name() == name).unwrap_or(0) as f64
-}
-
-/// The core's verdict names, indexed by the codes of finished steps.
-#[napi]
-pub fn verdict_names() -> Vec<&'static str> {
-    VERDICTS.iter().map(Verdict::name).collect()
-}
-
-/// The core's outcome names, indexed by the outcome codes of `breakerRecord` (0 success,
-/// 1 answer, 2 failure, 3 timeout, 4 cancelled, 5 retry later).
-#[napi]
-pub fn outcome_names() -> Vec<&'static str> {
-    [
-        Outcome::Success,
-        Outcome::Answer,
-        Outcome::Failure,
-        Outcome::Timeout,
-        Outcome::Cancelled,
-        Outcome::RetryLater(Duration::ZERO),
-    ]
-    .iter()
-    .map(Outcome::name)
-    .collect()
-}
-
-fn outcome_code(o: Outcome) -> u32 {
-    match o {
-        Outcome::Success => 0,
-        Outcome::Answer => 1,
-        Outcome::Failure => 2,
-        Outcome::Timeout => 3,
-        Outcome::Cancelled => 4,
-        Outcome::RetryLater(_) => 5,
-    }
-}
 
 /// A time limit option: `undefined` keeps the core's default, `null` is no limit, a number of
 /// milliseconds is checked by the core (`ExecuteSpec`), anything else is a `TypeError`.
@@ -146,7 +88,7 @@ fn step_number(h: &mut ExecBox, step: Step) -> f64 {
     match step {
         Step::Attempt(plan) => plan.time_limit.map_or(f64::INFINITY, ms),
         Step::Wait(_) => STEP_WAIT,
-        Step::Finish(v) => -2.0 - verdict_code(&v),
+        Step::Finish(v) => -2.0 - codes::verdict_code(&v),
     }
 }
 
@@ -169,12 +111,6 @@ pub fn exec_plan(h: &External<ExecBox>) -> f64 {
     }
 }
 
-/// How an attempt ended, as `execComplete` takes it.
-const RETURNED: u32 = 0;
-const RAISED: u32 = 1;
-const CANCELLED: u32 = 2;
-const BUG: u32 = 3;
-
 /// Reports the attempt: `how` is 0 returned / 1 raised (with the outcome's code and, for a
 /// retry later, its delay), 2 the caller cancelled, 3 a programming error. Returns the next step
 /// (as `execNext`).
@@ -186,21 +122,7 @@ pub fn exec_complete(
     outcome_code: u32,
     retry_later_ms: f64,
 ) -> Result<f64> {
-    let attempted = match how {
-        RETURNED => Attempted::Returned(outcome(env, outcome_code, retry_later_ms)?),
-        RAISED => Attempted::Raised(outcome(env, outcome_code, retry_later_ms)?),
-        CANCELLED => Attempted::Cancelled,
-        BUG => Attempted::Bug,
-        _ => {
-            return Err(err::throw(
-                env,
-                Kind::Range,
-                "invalid_input",
-                format!("invalid input: unknown attempt code {how}"),
-                Some("attempted"),
-            ))
-        }
-    };
+    let attempted = codes::attempted(env, how, outcome_code, retry_later_ms)?;
     let step = h.exec.complete(attempted).map_err(|e| err::holdoff(env, &e))?;
     Ok(step_number(h, step))
 }
@@ -216,7 +138,7 @@ pub fn exec_complete_response(
     status: f64,
     headers: Vec<String>,
 ) -> Result<f64> {
-    let status = crate::status_int(status);
+    let status = status_int(status);
     let step = h
         .exec
         .complete_response(status, headers_of(&headers))
@@ -245,7 +167,9 @@ pub fn exec_stop(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
 /// The outcome code the last attempt was recorded as (see `outcomeNames`), or -1 before any.
 #[napi(catch_unwind)]
 pub fn exec_last_outcome(h: &External<ExecBox>) -> i32 {
-    h.exec.last_outcome().map_or(-1, |o| outcome_code(o) as i32)
+    h.exec
+        .last_outcome()
+        .map_or(-1, |o| codes::outcome_code(o) as i32)
 }
 
 /// The wait the last step asked for: `{ attempts, delayMs, source, capped, serverDelayMs }`

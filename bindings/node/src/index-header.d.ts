@@ -11,8 +11,8 @@ export interface BreakerBox { readonly __holdoff: 'BreakerBox' }
 export interface GroupBox { readonly __holdoff: 'GroupBox' }
 /** Handle of a retry budget. */
 export interface BudgetBox { readonly __holdoff: 'BudgetBox' }
-/** Handle of a budget's logical call. */
-export interface RetryCallBox { readonly __holdoff: 'RetryCallBox' }
+/** Handle of a budget's per-call state. */
+export interface RetryStateBox { readonly __holdoff: 'RetryStateBox' }
 /** Handle of a retry quota. */
 export interface QuotaBox { readonly __holdoff: 'QuotaBox' }
 /** Handle of a quota lease. */

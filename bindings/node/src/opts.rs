@@ -6,7 +6,7 @@
 //! core's, through `holdoff::config` and `holdoff::units`, so the errors name the same field in
 //! every language.
 
-use holdoff::config::{
+use holdoff::interop::config::{
     BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, GroupSpec, Num, QuotaSpec, TripSpec,
 };
 use napi::bindgen_prelude::*;
@@ -15,7 +15,6 @@ use napi::ValueType;
 use crate::err::{self, Kind};
 
 fn type_name(env: &Env, v: &Unknown<'_>) -> String {
-    let _ = env;
     match v.get_type() {
         Ok(ValueType::Undefined) => "undefined".into(),
         Ok(ValueType::Null) => "null".into(),
@@ -23,6 +22,7 @@ fn type_name(env: &Env, v: &Unknown<'_>) -> String {
         Ok(ValueType::Number) => "a number".into(),
         Ok(ValueType::String) => "a string".into(),
         Ok(ValueType::Symbol) => "a symbol".into(),
+        Ok(ValueType::Object) if is_array(env, v) => "an array".into(),
         Ok(ValueType::Object) => "an object".into(),
         Ok(ValueType::Function) => "a function".into(),
         Ok(ValueType::External) => "an external".into(),

@@ -19,7 +19,7 @@ import {
   RetryQuota,
   UpstreamUnavailableError,
   parseRetryAfter,
-  retryAfterHint,
+  hintFromHeaders,
 } from 'holdoff'
 
 function trip(b, n) {
@@ -407,6 +407,38 @@ describe('configuration errors name the field', () => {
     throwsCode(() => new Policy({ breakr: {} }), TypeError, 'invalid_config', 'policy.breakr')
   })
 
+  // An explicit null (or any value that is not an options object) where an options object
+  // belongs is refused with the error of the object's own constructor, naming the same field;
+  // it never stands for the defaults.
+  const clock = new ManualClock()
+  const notOptions = [
+    ['new Breaker(null)', () => new Breaker(null), 'breaker'],
+    ['new RetryBudget(null)', () => new RetryBudget(null), 'budget'],
+    ['new RetryQuota(null)', () => new RetryQuota(null), 'quota'],
+    ['new Classifier(null)', () => new Classifier(null), 'classifier'],
+    ['new BreakerGroup(null)', () => new BreakerGroup(null), 'breaker'],
+    ['new ManualClock(null)', () => new ManualClock(null), 'clock'],
+    ['new Policy(null)', () => new Policy(null), 'policy'],
+    ['new Policy({ breaker: null })', () => new Policy({ breaker: null }), 'breaker', () => new Breaker(null)],
+    ['new Policy({ budget: null })', () => new Policy({ budget: null }), 'budget', () => new RetryBudget(null)],
+    ['new Policy({ quota: null })', () => new Policy({ quota: null }), 'quota', () => new RetryQuota(null)],
+    ['new Policy({ classifier: null })', () => new Policy({ classifier: null }), 'classifier', () => new Classifier(null)],
+    ['new Policy({ clock: null })', () => new Policy({ clock: null }), 'clock', () => new Breaker({ clock: null })],
+    ['new Policy({ breaker: null, clock })', () => new Policy({ breaker: null, clock }), 'breaker', () => new Breaker(null)],
+    ['new Policy({ budget: null, clock })', () => new Policy({ budget: null, clock }), 'budget', () => new RetryBudget(null)],
+    ['new Policy({ breaker: 5, clock })', () => new Policy({ breaker: 5, clock }), 'breaker', () => new Breaker(5)],
+    ['new Policy({ breaker: [], clock })', () => new Policy({ breaker: [], clock }), 'breaker', () => new Breaker([])],
+    ['new Breaker({ trip: null })', () => new Breaker({ trip: null }), 'breaker.trip'],
+    ['new Breaker({ openInterval: null })', () => new Breaker({ openInterval: null }), 'breaker.open_interval'],
+    ['new RetryBudget({ backoff: null })', () => new RetryBudget({ backoff: null }), 'budget.backoff'],
+  ]
+  for (const [name, make, field, alone] of notOptions) {
+    it(`${name}: TypeError naming ${field}`, () => {
+      const e = throwsCode(make, TypeError, 'invalid_config', field)
+      if (alone !== undefined) assert.equal(e.message, throwsCode(alone, TypeError, 'invalid_config', field).message)
+    })
+  }
+
   it('a policy needs one clock for its breaker and budget', () => {
     const e = throwsCode(
       () => new Policy({ breaker: new Breaker({ clock: new ManualClock() }), budget: new RetryBudget({ clock: new ManualClock() }) }),
@@ -453,7 +485,7 @@ describe('RetryBudget and RetryQuota', () => {
     assert.equal(budget.decide(call, 'failure').reason, 'attempts_exhausted')
     assert.equal(call.retries, 2)
     assert.equal(call.firstFailureMs, 100)
-    throwsCode(() => budget.decide({}, 'failure'), TypeError, 'invalid_input', 'call')
+    throwsCode(() => budget.decide({}, 'failure'), TypeError, 'invalid_input', 'state')
   })
 
   it('quota: retries cost, successes refund', () => {
@@ -551,10 +583,10 @@ describe('Retry-After and classification', () => {
       { 'retry-after': '7', 'x-other': undefined },
       [['Retry-After', '7']],
     ]
-    for (const h of forms) assert.deepEqual(retryAfterHint(h, { clock }), { delayMs: 7000, source: 'retry_after' })
-    assert.deepEqual(retryAfterHint({}, { clock }), { unusable: 'missing', source: 'none' })
-    throwsCode(() => retryAfterHint([['a']]), TypeError, 'invalid_input', 'headers')
-    throwsCode(() => retryAfterHint({ 'retry-after': 7 }), TypeError, 'invalid_input', 'headers')
+    for (const h of forms) assert.deepEqual(hintFromHeaders(h, { clock }), { delayMs: 7000, source: 'retry_after' })
+    assert.deepEqual(hintFromHeaders({}, { clock }), { unusable: 'missing', source: 'none' })
+    throwsCode(() => hintFromHeaders([['a']]), TypeError, 'invalid_input', 'headers')
+    throwsCode(() => hintFromHeaders({ 'retry-after': 7 }), TypeError, 'invalid_input', 'headers')
   })
 
   it('classifies statuses: outside 100..599 a failure, outside 0..999 invalid_input', () => {
@@ -594,11 +626,11 @@ describe('Retry-After and classification', () => {
 
   it('reads the providers\' millisecond and RateLimit headers, names from the core', () => {
     const clock = new ManualClock()
-    assert.deepEqual(retryAfterHint({ 'retry-after-ms': '1500.2', 'retry-after': '9' }, { clock }), { delayMs: 1501, source: 'retry_after_ms' })
-    assert.deepEqual(retryAfterHint({ 'x-ms-retry-after-ms': '250' }, { clock }), { delayMs: 250, source: 'x_ms_retry_after_ms' })
-    assert.deepEqual(retryAfterHint({ ratelimit: '"default";r=0;t=30' }, { clock }), { delayMs: 30_000, source: 'ratelimit' })
-    assert.deepEqual(retryAfterHint({ 'ratelimit-reset': '7' }, { clock }), { delayMs: 7000, source: 'ratelimit_reset' })
-    assert.deepEqual(retryAfterHint({ 'x-ratelimit-reset': '12' }, { clock }), { delayMs: 12_000, source: 'x_ratelimit_reset' })
+    assert.deepEqual(hintFromHeaders({ 'retry-after-ms': '1500.2', 'retry-after': '9' }, { clock }), { delayMs: 1501, source: 'retry_after_ms' })
+    assert.deepEqual(hintFromHeaders({ 'x-ms-retry-after-ms': '250' }, { clock }), { delayMs: 250, source: 'x_ms_retry_after_ms' })
+    assert.deepEqual(hintFromHeaders({ ratelimit: '"default";r=0;t=30' }, { clock }), { delayMs: 30_000, source: 'ratelimit' })
+    assert.deepEqual(hintFromHeaders({ 'ratelimit-reset': '7' }, { clock }), { delayMs: 7000, source: 'ratelimit_reset' })
+    assert.deepEqual(hintFromHeaders({ 'x-ratelimit-reset': '12' }, { clock }), { delayMs: 12_000, source: 'x_ratelimit_reset' })
   })
 
   it('policy.afterResponse: a value that is not a status is refused and the probe slot freed', () => {
@@ -608,7 +640,7 @@ describe('Retry-After and classification', () => {
     b.record(b.allow(), 'failure')
     clock.set(1000)
     const call = policy.newCall()
-    const go = policy.before(call)
+    const go = policy.beforeAttempt(call)
     assert.equal(go.permit.probe, true)
     assert.equal(b.snapshot().probesInFlight, 1)
     throwsCode(() => policy.afterResponse(call, go.permit, -5), RangeError, 'invalid_input', 'status')
@@ -620,13 +652,13 @@ describe('Retry-After and classification', () => {
     // Above 999 and fractional values too; a broken status (600) is a failure and re-opens.
     for (const status of [70_000, 1000, 99.5]) {
       clock.advance(1000)
-      const p = policy.before(policy.newCall()).permit
+      const p = policy.beforeAttempt(policy.newCall()).permit
       throwsCode(() => policy.afterResponse(policy.newCall(), p, status), RangeError, 'invalid_input', 'status')
       assert.equal(b.snapshot().probesInFlight, 0)
     }
     clock.advance(1000)
     const c2 = policy.newCall()
-    const d = policy.afterResponse(c2, policy.before(c2).permit, 600)
+    const d = policy.afterResponse(c2, policy.beforeAttempt(c2).permit, 600)
     assert.equal(d.outcome, 'failure')
     assert.equal(b.snapshot().state, 'open')
   })

@@ -256,14 +256,14 @@ export function checkExecute(expect, got, check) {
         try {
           check(w, have[i], keys)
         } catch (e) {
-          throw new Error(`${k}[${i}]: ${e.message}`)
+          throw new Error(`${k}[${i}]: ${e.message}`, { cause: e })
         }
       })
     } else if (k === 'result') {
       try {
         check(want, got.result, ['returns', 'raises', 'reason', 'attempts', 'attempt', 'retry_after_ms', 'server_delay_ms', 'capped', 'cause'])
       } catch (e) {
-        throw new Error(`result: ${e.message}`)
+        throw new Error(`result: ${e.message}`, { cause: e })
       }
     } else {
       throw new Error(`unknown expect key ${JSON.stringify(k)}`)

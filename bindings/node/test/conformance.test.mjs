@@ -18,7 +18,7 @@ import {
   RetryBudget,
   RetryQuota,
   parseRetryAfter,
-  retryAfterHint,
+  hintFromHeaders,
 } from 'holdoff'
 import { checkExecute, flavoursOf, runExecute } from './conformance-execute.mjs'
 import { ManualTimers } from './manual-timers.mjs'
@@ -255,7 +255,7 @@ class Ctx {
           try {
             check(w, got[i], ['at', 'from', 'to', 'episode', 'reason', 'requested_delay_ms', 'open_for_ms'])
           } catch (e) {
-            throw new Error(`event ${i}: ${e.message}`)
+            throw new Error(`event ${i}: ${e.message}`, { cause: e })
           }
         })
         return
@@ -300,7 +300,7 @@ class Ctx {
         if (typeof step.value !== 'string') throw new Error('parse_retry_after needs value')
         return check(expect, hintJson(parseRetryAfter(step.value, { clock: this.clock })), ['delay_ms', 'unusable'])
       case 'hint': {
-        const h = retryAfterHint(step.headers ?? [], { clock: this.clock })
+        const h = hintFromHeaders(step.headers ?? [], { clock: this.clock })
         return check(expect, { ...hintJson(h), source: h.source }, ['delay_ms', 'unusable', 'source'])
       }
       case 'classify': {
@@ -346,7 +346,7 @@ class Ctx {
       case 'before': {
         if (!this.policy) throw new Error('the case has no policy')
         if (!this.policyCalls.has(callName)) this.policyCalls.set(callName, this.policy.newCall())
-        const r = this.policy.before(this.policyCalls.get(callName))
+        const r = this.policy.beforeAttempt(this.policyCalls.get(callName))
         a.action = r.action
         if (r.action === 'go') {
           Object.assign(a, { episode: r.permit.episode, probe: r.permit.probe })
@@ -372,7 +372,7 @@ class Ctx {
             r = { ...decisionJson(d), outcome: d.outcome }
           } else {
             if (step.outcome === undefined) throw new Error('after needs outcome or status')
-            r = decisionJson(this.policy.after(call, held.permit, outcome(step.outcome)))
+            r = decisionJson(this.policy.afterAttempt(call, held.permit, outcome(step.outcome)))
           }
         } catch (e) {
           r = { error: errorName(e) }
@@ -395,7 +395,7 @@ async function runCase(c, flavour) {
   try {
     ctx = new Ctx(c)
   } catch (e) {
-    if (c.expect_error === undefined) throw new Error(`configuration refused: ${e.message}`)
+    if (c.expect_error === undefined) throw new Error(`configuration refused: ${e.message}`, { cause: e })
     const a = { error: errorName(e) }
     if (typeof e.field === 'string') a.field = e.field
     return check(c.expect_error, a, ['error', 'field'])
@@ -411,7 +411,7 @@ async function runCase(c, flavour) {
         await ctx.step(step, flavour)
       } catch (e) {
         const rep = repeat > 1 ? ` (repetition ${r})` : ''
-        throw new Error(`step ${i} ${step.op} at ${ctx.clock.now()}${rep}: ${e.message}`)
+        throw new Error(`step ${i} ${step.op} at ${ctx.clock.now()}${rep}: ${e.message}`, { cause: e })
       }
     }
   }

@@ -148,6 +148,7 @@ describe('policy.execute', () => {
   })
 
   it('a programming error is rethrown at once, unretried, and moves nothing', async () => {
+    // eslint-disable-next-line no-undef -- a ReferenceError is one of the programming errors
     for (const make of [() => null.x, () => undefinedName, () => { throw new Error('plain') }, () => { throw 'a string' }]) {
       const { policy, timers, opts, attempts, waits } = setup({ breaker: { trip: { threshold: 1 } }, quota: {} })
       let thrown

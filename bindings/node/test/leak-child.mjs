@@ -43,13 +43,13 @@ const loops = {
         b.record(b.allow(), outcomes[i & 3])
         quota.onSuccess(quota.acquire({ timeout: (i & 1) === 1 }))
         const call = policy.newCall()
-        const go = policy.before(call)
+        const go = policy.beforeAttempt(call)
         if (i & 7) {
-          policy.after(call, go.permit, 'success')
+          policy.afterAttempt(call, go.permit, 'success')
         } else {
-          const d = policy.after(call, go.permit, 'failure')
+          const d = policy.afterAttempt(call, go.permit, 'failure')
           if (d.decision !== 'retry') throw new Error(`expected a retry, got ${JSON.stringify(d)}`)
-          policy.after(call, policy.before(call).permit, 'success')
+          policy.afterAttempt(call, policy.beforeAttempt(call).permit, 'success')
         }
         if (quota.available !== 1000) throw new Error('a lease was not refunded')
       }
@@ -116,7 +116,7 @@ const loops = {
         breaker.on('stateChange', () => heard++)
         const policy = new Policy({ breaker, budget: { clock }, quota: {}, classifier: {} })
         const call = policy.newCall()
-        const d = policy.afterResponse(call, policy.before(call).permit, 503, { 'retry-after': '2' })
+        const d = policy.afterResponse(call, policy.beforeAttempt(call).permit, 503, { 'retry-after': '2' })
         if (d.decision !== 'retry' || heard !== 1 || breaker.drainEvents()[0].reason !== 'retry_later') {
           throw new Error(`unexpected decision ${JSON.stringify(d)}`)
         }

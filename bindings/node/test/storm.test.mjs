@@ -66,7 +66,7 @@ describe('storms of callers against a hanging upstream', () => {
     // the breaker and then one probe a second, at 1000, 2000, ..., 6000 ms: 7 calls in all.
     const s = storm()
     const aborts = []
-    const { outcomes, pending, maxConcurrent } = await arrive(s, (t) => {
+    const { outcomes, pending, maxConcurrent } = await arrive(s, () => {
       const ac = new AbortController()
       s.timers.sleep(DEADLINE_MS).then(() => ac.abort())
       aborts.push(ac)

@@ -70,12 +70,52 @@ export function quotaStep(quota, leases, outcome, t, seq) {
 }
 
 /**
+ * One more admission from inside a state-change listener (on an opening, the breaker re-entered),
+ * recorded as cancelled when admitted; counted in `t` (attempts, admitted, probes, cancelled or
+ * refused, and the record's own count).
+ */
+export function admitOneCancelled(breaker, t) {
+  add(t, 'attempts')
+  const p = breaker.tryAllow()
+  if (p.admitted) {
+    add(t, 'admitted')
+    if (p.probe) add(t, 'probes')
+    add(t, breaker.record(p, 'cancelled'))
+    add(t, 'cancelled')
+  } else add(t, 'refused')
+}
+
+/**
+ * Records each answered permit on `breaker` (counted in `t`) and takes its quota step on
+ * `leases[task]`; every 97th record is tried twice and must be refused `permit_already_recorded`
+ * (a `PermitError` of `holdoff`), or the recorder throws.
+ */
+export function recorder(holdoff, breaker, quota, leases, t) {
+  let seq = 0
+  return (task, permit, outcome) => {
+    seq++
+    add(t, breaker.record(permit, outcome))
+    if (outcome === 'cancelled') add(t, 'cancelled')
+    if (seq % 97 === 0) {
+      try {
+        breaker.record(permit, 'success')
+        throw new Error('a permit was recorded twice')
+      } catch (e) {
+        if (!(e instanceof holdoff.PermitError) || e.code !== 'permit_already_recorded') throw e
+        add(t, 'doubleRecord')
+      }
+    }
+    quotaStep(quota, leases[task], outcome, t, seq)
+  }
+}
+
+/**
  * `tasks` callers taking turns on one breaker and one quota, `calls` each per round, the clock
  * moving `stepMs` between rounds; one permit in 17 is answered only in the next round. Fully
  * deterministic: the same arguments give the same result on any thread.
  */
 export function scenario(holdoff, { rounds = 30, tasks = 6, calls = 40, stepMs = 100 } = {}) {
-  const { Breaker, ManualClock, RetryQuota, PermitError } = holdoff
+  const { Breaker, ManualClock, RetryQuota } = holdoff
   const clock = new ManualClock()
   const breaker = new Breaker({ ...BREAKER, clock })
   const quota = new RetryQuota(QUOTA)
@@ -87,38 +127,14 @@ export function scenario(holdoff, { rounds = 30, tasks = 6, calls = 40, stepMs =
     try {
       heard.push(e)
       if (breaker.snapshot().episode < e.episode) throw new Error('snapshot behind its event')
-      if (e.from === 'closed') {
-        add(t, 'attempts')
-        const p = breaker.tryAllow()
-        if (p.admitted) {
-          add(t, 'admitted')
-          if (p.probe) add(t, 'probes')
-          add(t, breaker.record(p, 'cancelled'))
-          add(t, 'cancelled')
-        } else add(t, 'refused')
-      }
+      if (e.from === 'closed') admitOneCancelled(breaker, t)
     } catch {
       add(t, 'listenerErrors')
     }
   })
   const leases = Array.from({ length: tasks }, () => [])
   let held = []
-  let seq = 0
-  const record = (task, permit, outcome) => {
-    seq++
-    add(t, breaker.record(permit, outcome))
-    if (outcome === 'cancelled') add(t, 'cancelled')
-    if (seq % 97 === 0) {
-      try {
-        breaker.record(permit, 'success')
-        throw new Error('a permit was recorded twice')
-      } catch (e) {
-        if (!(e instanceof PermitError) || e.code !== 'permit_already_recorded') throw e
-        add(t, 'doubleRecord')
-      }
-    }
-    quotaStep(quota, leases[task], outcome, t, seq)
-  }
+  const record = recorder(holdoff, breaker, quota, leases, t)
   for (let round = 0; round < rounds; round++) {
     const late = held
     held = []

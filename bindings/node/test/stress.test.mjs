@@ -18,7 +18,7 @@ import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { Worker } from 'node:worker_threads'
 import * as holdoff from 'holdoff'
-import { BREAKER, QUOTA, add, quotaStep, scenario, upstream } from './stress-script.mjs'
+import { BREAKER, QUOTA, add, admitOneCancelled, recorder, scenario, upstream } from './stress-script.mjs'
 
 const { Breaker, BreakerOpenError, ManualClock, Policy, RetryQuota, UpstreamUnavailableError } = holdoff
 
@@ -71,15 +71,8 @@ describe('stress: one breaker and one quota shared by thousands of async callers
         heard.push(e)
         assert.ok(breaker.snapshot().episode >= e.episode)
         if (e.from === 'closed') {
-          add(t, 'attempts')
           add(t, 'listener')
-          const p = breaker.tryAllow()
-          if (p.admitted) {
-            add(t, 'admitted')
-            if (p.probe) add(t, 'probes')
-            add(t, breaker.record(p, 'cancelled'))
-            add(t, 'cancelled')
-          } else add(t, 'refused')
+          admitOneCancelled(breaker, t)
         }
       } catch (err) {
         errors.push(err)
@@ -87,17 +80,7 @@ describe('stress: one breaker and one quota shared by thousands of async callers
     })
 
     const leases = Array.from({ length: TASKS }, () => [])
-    let seq = 0
-    const record = (task, permit, outcome) => {
-      seq++
-      add(t, breaker.record(permit, outcome))
-      if (outcome === 'cancelled') add(t, 'cancelled')
-      if (seq % 97 === 0) {
-        assert.throws(() => breaker.record(permit, 'success'), { name: 'PermitError', code: 'permit_already_recorded' })
-        add(t, 'doubleRecord')
-      }
-      quotaStep(quota, leases[task], outcome, t, seq)
-    }
+    const record = recorder(holdoff, breaker, quota, leases, t)
 
     let held = []
     // One caller: admission, then 0 to 3 awaits (so thousands of permits are in flight at

@@ -8,13 +8,16 @@ import {
   GiveUpError,
   ManualClock,
   Policy,
+  PolicyCall,
   RetryBudget,
   RetryLaterError,
   RetryQuota,
+  RetryState,
   UpstreamUnavailableError,
   parseRetryAfter,
-  retryAfterHint,
+  hintFromHeaders,
   sleep,
+  type Before,
   type Decision,
   type GroupSnapshot,
   type QuotaLease,
@@ -64,8 +67,10 @@ const bounded: number = gs.maxKeys + gs.size + gs.evictions + gs.overflows + gro
 void bounded
 
 const budget = new RetryBudget({ maxRateLimitDurationMs: 1_800_000, retryAfterCapMs: 300_000, giveUpAboveCap: true, clock })
-const call = budget.newCall()
-const d: Decision = budget.decide(call, { retryLaterMs: 180_000 })
+const retryState: RetryState = budget.newCall()
+const d: Decision = budget.decide(retryState, { retryLaterMs: 180_000 })
+const retries: number = retryState.retries
+void retries
 if (d.decision === 'retry') {
   const delay: number = d.delayMs
   void delay
@@ -85,7 +90,7 @@ if (lease.acquired) {
 
 const ra = parseRetryAfter('Wed, 21 Oct 2015 07:28:00 GMT', { now: new Date() })
 if (ra.delayMs !== undefined) void (ra.delayMs + 1)
-const hint = retryAfterHint([['retry-after', '120']], { clock })
+const hint = hintFromHeaders([['retry-after', '120']], { clock })
 void hint.source
 
 const classifier = new Classifier({ failureStatuses: [403] })
@@ -96,6 +101,15 @@ void should, src
 breaker.tryAllow()
 
 const policy = new Policy({ breaker, budget, quota: new RetryQuota({ capacity: 100 }), classifier })
+// The manual API around one attempt.
+const pcall: PolicyCall = policy.newCall()
+const before: Before = policy.beforeAttempt(pcall)
+if (before.action === 'go') {
+  const after: Decision = policy.afterAttempt(pcall, before.permit, 'success')
+  void after
+} else if (before.action === 'wait') {
+  void before.delayMs
+}
 class NotFound extends Error {}
 async function main(): Promise<void> {
   const n: number = await policy.execute(async (signal: AbortSignal) => {
@@ -144,6 +158,8 @@ new Breaker({ probeTimeoutMs: 10n })
 breaker.record(breaker.allow(), 'boom')
 // @ts-expect-error maxKeys is a group option, not a breaker option
 new Breaker({ maxKeys: 10 })
+// @ts-expect-error an options object, or undefined for the defaults; null is refused
+new Policy({ breaker: null })
 // @ts-expect-error giveUpAboveCap is a boolean
 new RetryBudget({ giveUpAboveCap: 1 })
 // @ts-expect-error a window trip needs windowMs
