@@ -23,6 +23,14 @@ func must[T any](v T, err error) T {
 	return v
 }
 
+// must2 is must for a function of two results.
+func must2[A, B any](a A, b B, err error) (A, B) {
+	if err != nil {
+		panic(err)
+	}
+	return a, b
+}
+
 func manualClock(t *testing.T) *holdoff.ManualClock {
 	t.Helper()
 	c, err := holdoff.NewManualClock(time.Unix(0, 0))
@@ -472,17 +480,17 @@ func TestStatusesArePassedToTheCore(t *testing.T) {
 	defer p.Close()
 	call := p.NewCall()
 	defer call.Close()
-	_, permit := p.Before(call)
+	_, permit := must2(p.BeforeAttempt(call))
 	_, _, err := p.AfterResponse(call, permit, -1, nil)
 	errorOf(t, "after -1", err, holdoff.ErrInvalidInput, "status")
 	// The permit was recorded as cancelled: it cannot be recorded again, and counted nothing.
-	if _, err := p.After(call, permit, holdoff.Success); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
+	if _, err := p.AfterAttempt(call, permit, holdoff.Success); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
 		t.Fatalf("permit after a refused status: %v", err)
 	}
-	_, permit = p.Before(call)
+	_, permit = must2(p.BeforeAttempt(call))
 	_, _, err = p.AfterResponse(call, permit, 70000, nil)
 	errorOf(t, "after 70000", err, holdoff.ErrInvalidInput, "status")
-	_, permit = p.Before(call)
+	_, permit = must2(p.BeforeAttempt(call))
 	d, c, err := p.AfterResponse(call, permit, 999, nil)
 	if err != nil || c.Outcome != holdoff.Failure || d.Kind != holdoff.Retry || d.Source != holdoff.FromBackoff {
 		t.Fatalf("after 999: %+v %v %v", d, c, err)
@@ -787,7 +795,7 @@ func TestDrainEventsSurvivesCloseBetweenPasses(t *testing.T) {
 		}
 	})
 	defer restore()
-	var evs []holdoff.Event
+	var evs []holdoff.StateChange
 	func() {
 		defer func() {
 			if r := recover(); r != nil {

@@ -118,10 +118,18 @@ type Permit struct {
 }
 
 // Episode is the open episode this call is a probe of, or 0 if it was admitted while closed.
-func (p *Permit) Episode() uint32 { return uint32(p.c.episode) }
+func (p *Permit) Episode() uint32 { return uint32(p.raw().episode) }
 
 // IsProbe reports whether the call is a probe of an open breaker.
-func (p *Permit) IsProbe() bool { return p.c.probe != 0 }
+func (p *Permit) IsProbe() bool { return p.raw().probe != 0 }
+
+// raw is the C library's permit; a nil p panics with an *Error naming permit.
+func (p *Permit) raw() *C.holdoff_permit {
+	if p == nil {
+		nilPanic("permit")
+	}
+	return &p.c
+}
 
 // Breaker is a circuit breaker for one upstream. Share one between every goroutine that calls
 // the upstream. While closed, Allow and recording a success take no lock and read no clock.
@@ -158,6 +166,9 @@ func (b *Breaker) alive() error { return b.h.alive() }
 // Safe to call twice and concurrently with other methods: calls in flight finish on the
 // live handle, later calls return (or panic with) ErrClosed.
 func (b *Breaker) Close() error {
+	if b == nil {
+		return nilErr("breaker")
+	}
 	b.h.close()
 	return nil
 }
@@ -170,8 +181,12 @@ func refusalErr(r *C.holdoff_refusal) *BreakerOpenError {
 
 // Allow asks to make a call: it admits it (closed, disabled, or as a due probe) or refuses it
 // with a *BreakerOpenError. This is the only act of admission: an admitted probe is spent
-// even if the call is never made, so never use Allow as a "ready?" check.
+// even if the call is never made, so never use Allow as a "ready?" check. A nil b is an
+// *Error matching ErrInvalidInput (field breaker).
 func (b *Breaker) Allow() (*Permit, error) {
+	if b == nil {
+		return nil, nilErr("breaker")
+	}
 	h, err := b.h.acquire()
 	if err != nil {
 		return nil, err
@@ -190,8 +205,16 @@ func (b *Breaker) Allow() (*Permit, error) {
 }
 
 // Record reports the outcome of a call admitted by Allow. Errors: ErrForeignPermit (another
-// breaker issued it; it stays usable), ErrPermitAlreadyRecorded.
+// breaker issued it; it stays usable), ErrPermitAlreadyRecorded; an *Error matching
+// ErrInvalidInput naming breaker or permit when it is nil, or outcome.delay for a negative
+// delay.
 func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
+	switch {
+	case b == nil:
+		return 0, nilErr("breaker")
+	case p == nil:
+		return 0, nilErr("permit")
+	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return 0, err
@@ -215,8 +238,17 @@ func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
 // panic in fn (or runtime.Goexit) is a programming error: the call is recorded as cancelled
 // (a probe frees its slot) and the panic goes on. An AsRetryLater with a negative delay is
 // recorded as cancelled too, and returned as an error matching ErrInvalidInput joined with
-// fn's error.
+// fn's error. A nil b, ctx or fn is an *Error matching ErrInvalidInput naming it (breaker, ctx,
+// fn), before anything is admitted.
 func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
+	switch {
+	case b == nil:
+		return nilErr("breaker")
+	case ctx == nil:
+		return nilErr("ctx")
+	case fn == nil:
+		return nilErr("fn")
+	}
 	// One use for the whole call: a Close meanwhile lets it record its outcome.
 	h, err := b.h.acquire()
 	if err != nil {
@@ -279,6 +311,9 @@ type Snapshot struct {
 
 // Snapshot views the breaker without side effects (it never admits or expires anything).
 func (b *Breaker) Snapshot() Snapshot {
+	if b == nil {
+		nilPanic("breaker")
+	}
 	s, err := snapshotOf(b.h.mustAcquire())
 	b.h.release()
 	if err != nil {
@@ -303,8 +338,8 @@ func snapshotOf(h *C.holdoff_breaker) (Snapshot, error) {
 	}, nil
 }
 
-// Event is one state change.
-type Event struct {
+// StateChange is one state change (the core's StateChange).
+type StateChange struct {
 	// At is the time of the change on the breaker's clock (since its origin).
 	At      time.Duration
 	From    State
@@ -321,13 +356,16 @@ type Event struct {
 
 // DrainEvents takes the state changes queued since the last call, in order. Poll it; the C
 // library never calls back (it keeps at most 1024 and counts the dropped in the snapshot).
-func (b *Breaker) DrainEvents() []Event {
+func (b *Breaker) DrainEvents() []StateChange {
+	if b == nil {
+		nilPanic("breaker")
+	}
 	// One use for the whole drain: a Close between passes must not lose the events already
 	// taken from the queue.
 	h := b.h.mustAcquire()
 	defer b.h.release()
-	var buf [32]C.holdoff_event
-	var out []Event
+	var buf [32]C.holdoff_state_change
+	var out []StateChange
 	for {
 		var n C.size_t
 		st := C.holdoff_breaker_drain_events(h, &buf[0], C.size_t(len(buf)), &n)
@@ -337,7 +375,7 @@ func (b *Breaker) DrainEvents() []Event {
 		for _, e := range buf[:n] {
 			rd, hasRD := optDur(e.has_requested_delay, e.requested_delay_ns)
 			of, hasOF := optDur(e.has_open_for, e.open_for_ns)
-			out = append(out, Event{At: dur(e.at_ns), From: State(e.from), To: State(e.to), Episode: uint32(e.episode),
+			out = append(out, StateChange{At: dur(e.at_ns), From: State(e.from), To: State(e.to), Episode: uint32(e.episode),
 				Reason: Reason(e.reason), RequestedDelay: rd, HasRequestedDelay: hasRD, OpenFor: of, HasOpenFor: hasOF})
 		}
 		if int(n) < len(buf) {
@@ -355,18 +393,27 @@ var testHookDrainPass func()
 
 // ForceOpen refuses every call until Reset. Starts a new episode.
 func (b *Breaker) ForceOpen() {
+	if b == nil {
+		nilPanic("breaker")
+	}
 	C.holdoff_breaker_force_open(b.h.mustAcquire())
 	b.h.release()
 }
 
 // Disable admits every call and never trips until Reset (outcomes are still counted).
 func (b *Breaker) Disable() {
+	if b == nil {
+		nilPanic("breaker")
+	}
 	C.holdoff_breaker_disable(b.h.mustAcquire())
 	b.h.release()
 }
 
 // Reset closes the breaker with fresh counts. Answers to earlier permits become stale.
 func (b *Breaker) Reset() {
+	if b == nil {
+		nilPanic("breaker")
+	}
 	C.holdoff_breaker_reset(b.h.mustAcquire())
 	b.h.release()
 }
@@ -390,13 +437,13 @@ const (
 // new key gets an overflow breaker the group does not keep: no call fails because the group is
 // full. Snapshot counts evictions and overflows.
 type BreakerGroup struct {
-	h     handleRef[*C.holdoff_group]
+	h     handleRef[*C.holdoff_breaker_group]
 	clock Clock // the clock its breakers read (nil: a system clock)
 }
 
-func freeGroup(p *C.holdoff_group) { C.holdoff_group_free(p) }
+func freeGroup(p *C.holdoff_breaker_group) { C.holdoff_breaker_group_free(p) }
 
-func wrapGroup(p *C.holdoff_group, clock Clock) *BreakerGroup {
+func wrapGroup(p *C.holdoff_breaker_group, clock Clock) *BreakerGroup {
 	g := &BreakerGroup{clock: clock}
 	g.h.init(p, "BreakerGroup", freeGroup)
 	g.h.cleanup = runtime.AddCleanup(g, freeGroup, p)
@@ -433,6 +480,9 @@ func NewBreakerGroup(template BreakerConfig, opts ...Option) (*BreakerGroup, err
 // closed. Errors: an *Error matching ErrInvalidInput when key is not valid UTF-8 (Go strings
 // may hold any bytes; keys are text in every holdoff SDK), or ErrClosed after Close.
 func (g *BreakerGroup) Get(key string) (*Breaker, error) {
+	if g == nil {
+		return nil, nilErr("group")
+	}
 	h, err := g.h.acquire()
 	if err != nil {
 		return nil, err
@@ -442,7 +492,7 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	defer C.free(unsafe.Pointer(ckey))
 	var p *C.holdoff_breaker
 	if err := detailed(func() C.holdoff_status {
-		return C.holdoff_group_get(h, ckey, C.size_t(len(key)), &p)
+		return C.holdoff_breaker_group_get(h, ckey, C.size_t(len(key)), &p)
 	}); err != nil {
 		return nil, err
 	}
@@ -452,8 +502,11 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 // Len is the number of breakers the group keeps (overflow breakers are not kept). It panics
 // with ErrClosed after Close.
 func (g *BreakerGroup) Len() int {
+	if g == nil {
+		nilPanic("group")
+	}
 	var n C.size_t
-	st := C.holdoff_group_len(g.h.mustAcquire(), &n)
+	st := C.holdoff_breaker_group_len(g.h.mustAcquire(), &n)
 	g.h.release()
 	if st != C.HOLDOFF_STATUS_OK {
 		panic(errOf(st))
@@ -478,8 +531,11 @@ type GroupSnapshot struct {
 // Snapshot reads the group's counts without side effects (it marks no key used). It panics
 // with ErrClosed after Close.
 func (g *BreakerGroup) Snapshot() GroupSnapshot {
-	var s C.holdoff_group_stats
-	st := C.holdoff_group_snapshot(g.h.mustAcquire(), &s)
+	if g == nil {
+		nilPanic("group")
+	}
+	var s C.holdoff_group_snapshot
+	st := C.holdoff_breaker_group_snapshot(g.h.mustAcquire(), &s)
 	g.h.release()
 	if st != C.HOLDOFF_STATUS_OK {
 		panic(errOf(st))
@@ -491,8 +547,11 @@ func (g *BreakerGroup) Snapshot() GroupSnapshot {
 // Keys returns the keys the group keeps now, sorted by their bytes, copied at one moment
 // without side effects (it marks no key used). It panics with ErrClosed after Close.
 func (g *BreakerGroup) Keys() []string {
+	if g == nil {
+		nilPanic("group")
+	}
 	var list *C.holdoff_key_list
-	st := C.holdoff_group_keys(g.h.mustAcquire(), &list)
+	st := C.holdoff_breaker_group_keys(g.h.mustAcquire(), &list)
 	g.h.release()
 	if st != C.HOLDOFF_STATUS_OK {
 		panic(errOf(st))
@@ -518,6 +577,9 @@ func (g *BreakerGroup) Keys() []string {
 // handle). Safe to call twice and concurrently with other methods: calls in flight finish on
 // the live handle, later calls return (or panic with) ErrClosed.
 func (g *BreakerGroup) Close() error {
+	if g == nil {
+		return nilErr("group")
+	}
 	g.h.close()
 	return nil
 }

@@ -14,9 +14,19 @@ type DecisionKind uint32
 
 // Decision kinds.
 const (
-	Done   DecisionKind = C.HOLDOFF_DECISION_KIND_DONE
-	Retry  DecisionKind = C.HOLDOFF_DECISION_KIND_RETRY
-	GiveUp DecisionKind = C.HOLDOFF_DECISION_KIND_GIVE_UP
+	Done  DecisionKind = C.HOLDOFF_DECISION_KIND_DONE
+	Retry DecisionKind = C.HOLDOFF_DECISION_KIND_RETRY
+)
+
+// GiveUp is the core's one name for giving up, as a DecisionKind (Decision.Kind) and as a
+// BeforeAction (Before.Action): an untyped constant, so that it compares with both, as the
+// core's Decision::GiveUp and Before::GiveUp are one word. Its value is both C codes.
+const GiveUp = 2
+
+// Compile-time checks that GiveUp is both C codes: an index out of range otherwise.
+var (
+	_ = [1]struct{}{}[C.HOLDOFF_DECISION_KIND_GIVE_UP-GiveUp]
+	_ = [1]struct{}{}[C.HOLDOFF_BEFORE_ACTION_GIVE_UP-GiveUp]
 )
 
 // String is the stable name: done, retry, give_up.
@@ -96,14 +106,14 @@ func decisionOf(d *C.holdoff_decision) Decision {
 // of one upstream: a rate-limit episode budget with a Retry-After cap (never shortening the
 // server's wait), and a counted backoff path.
 type RetryBudget struct {
-	h handleRef[*C.holdoff_budget]
+	h handleRef[*C.holdoff_retry_budget]
 }
 
-func freeBudget(p *C.holdoff_budget)          { C.holdoff_budget_free(p) }
+func freeBudget(p *C.holdoff_retry_budget)    { C.holdoff_retry_budget_free(p) }
 func freeRetryState(p *C.holdoff_retry_state) { C.holdoff_retry_state_free(p) }
-func freeQuota(p *C.holdoff_quota)            { C.holdoff_quota_free(p) }
+func freeQuota(p *C.holdoff_retry_quota)      { C.holdoff_retry_quota_free(p) }
 
-func wrapBudget(p *C.holdoff_budget) *RetryBudget {
+func wrapBudget(p *C.holdoff_retry_budget) *RetryBudget {
 	b := &RetryBudget{}
 	b.h.init(p, "RetryBudget", freeBudget)
 	b.h.cleanup = runtime.AddCleanup(b, freeBudget, p)
@@ -126,12 +136,23 @@ func (b *RetryBudget) alive() error { return b.h.alive() }
 
 // Close releases the budget's handle (a policy using it keeps it alive).
 func (b *RetryBudget) Close() error {
+	if b == nil {
+		return nilErr("budget")
+	}
 	b.h.close()
 	return nil
 }
 
-// Decide says what to do after an attempt of the logical call s ended with o.
+// Decide says what to do after an attempt of the logical call s ended with o. Errors: an
+// *Error matching ErrInvalidInput naming budget or state when it is nil, or outcome.delay
+// for a negative delay.
 func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
+	switch {
+	case b == nil:
+		return Decision{}, nilErr("budget")
+	case s == nil:
+		return Decision{}, nilErr("state")
+	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return Decision{}, err
@@ -147,7 +168,7 @@ func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
 	}
 	defer s.h.release()
 	var d C.holdoff_decision
-	st := C.holdoff_budget_decide(bh, sh, kind, ns, &d)
+	st := C.holdoff_retry_budget_decide(bh, sh, kind, ns, &d)
 	if st != C.HOLDOFF_STATUS_OK {
 		return Decision{}, errOf(st)
 	}
@@ -157,8 +178,11 @@ func (b *RetryBudget) Decide(s *RetryState, o Outcome) (Decision, error) {
 // Episode reports whether a rate-limit episode is under way and when it started (on the
 // budget's clock).
 func (b *RetryBudget) Episode() (start time.Duration, active bool) {
+	if b == nil {
+		nilPanic("budget")
+	}
 	var e C.holdoff_episode
-	C.holdoff_budget_episode(b.h.mustAcquire(), &e)
+	C.holdoff_retry_budget_episode(b.h.mustAcquire(), &e)
 	b.h.release()
 	return dur(e.start_ns), e.active != 0
 }
@@ -186,6 +210,9 @@ func (s *RetryState) alive() error { return s.h.alive() }
 
 // Retries is the retries the call took on the counted path.
 func (s *RetryState) Retries() int {
+	if s == nil {
+		nilPanic("state")
+	}
 	var n C.uint32_t
 	C.holdoff_retry_state_retries(s.h.mustAcquire(), &n)
 	s.h.release()
@@ -194,6 +221,9 @@ func (s *RetryState) Retries() int {
 
 // Close releases the state's handle.
 func (s *RetryState) Close() error {
+	if s == nil {
+		return nilErr("state")
+	}
 	s.h.close()
 	return nil
 }
@@ -202,10 +232,10 @@ func (s *RetryState) Close() error {
 // retries after a timeout cost more, successes refund. An empty bucket gives up
 // (QuotaEmpty) instead of joining a retry storm.
 type RetryQuota struct {
-	h handleRef[*C.holdoff_quota]
+	h handleRef[*C.holdoff_retry_quota]
 }
 
-func wrapQuota(p *C.holdoff_quota) *RetryQuota {
+func wrapQuota(p *C.holdoff_retry_quota) *RetryQuota {
 	q := &RetryQuota{}
 	q.h.init(p, "RetryQuota", freeQuota)
 	q.h.cleanup = runtime.AddCleanup(q, freeQuota, p)
@@ -227,6 +257,9 @@ func (q *RetryQuota) alive() error { return q.h.alive() }
 
 // Close releases the quota's handle (a policy using it keeps it alive).
 func (q *RetryQuota) Close() error {
+	if q == nil {
+		return nilErr("quota")
+	}
 	q.h.close()
 	return nil
 }
@@ -240,13 +273,21 @@ type QuotaLease struct {
 }
 
 // Acquired reports whether the tokens were taken.
-func (l *QuotaLease) Acquired() bool { return l.c.acquired != 0 }
+func (l *QuotaLease) Acquired() bool { return l.raw().acquired != 0 }
 
 // Cost is what the retry cost (or would have cost).
-func (l *QuotaLease) Cost() uint64 { return uint64(l.c.cost) }
+func (l *QuotaLease) Cost() uint64 { return uint64(l.raw().cost) }
 
 // Available is the tokens left right after the acquisition.
-func (l *QuotaLease) Available() uint64 { return uint64(l.c.available) }
+func (l *QuotaLease) Available() uint64 { return uint64(l.raw().available) }
+
+// raw is the C library's lease; a nil l panics with an *Error naming lease.
+func (l *QuotaLease) raw() *C.holdoff_quota_lease {
+	if l == nil {
+		nilPanic("lease")
+	}
+	return &l.c
+}
 
 func (l *QuotaLease) String() string {
 	return fmt.Sprintf("QuotaLease{acquired: %v, cost: %d}", l.Acquired(), l.Cost())
@@ -255,12 +296,15 @@ func (l *QuotaLease) String() string {
 // Acquire takes the cost of one retry (the timeout cost if afterTimeout). The lease says
 // whether the bucket could pay.
 func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
+	if q == nil {
+		nilPanic("quota")
+	}
 	l := new(QuotaLease)
 	var t C.uint8_t
 	if afterTimeout {
 		t = 1
 	}
-	C.holdoff_quota_acquire(q.h.mustAcquire(), t, &l.c)
+	C.holdoff_retry_quota_acquire(q.h.mustAcquire(), t, &l.c)
 	q.h.release()
 	return l
 }
@@ -272,6 +316,9 @@ func (q *RetryQuota) Acquire(afterTimeout bool) *QuotaLease {
 // ErrPermitAlreadyRecorded for a lease given back before (by any goroutine), ErrInvalidInput
 // for a lease that was not acquired.
 func (q *RetryQuota) OnSuccess(lease *QuotaLease) error {
+	if q == nil {
+		return nilErr("quota")
+	}
 	h, err := q.h.acquire()
 	if err != nil {
 		return err
@@ -281,13 +328,16 @@ func (q *RetryQuota) OnSuccess(lease *QuotaLease) error {
 	if lease != nil {
 		p = &lease.c
 	}
-	return detailed(func() C.holdoff_status { return C.holdoff_quota_on_success(h, p) })
+	return detailed(func() C.holdoff_status { return C.holdoff_retry_quota_on_success(h, p) })
 }
 
 // Available is the tokens left.
 func (q *RetryQuota) Available() uint64 {
+	if q == nil {
+		nilPanic("quota")
+	}
 	var n C.uint64_t
-	C.holdoff_quota_available(q.h.mustAcquire(), &n)
+	C.holdoff_retry_quota_available(q.h.mustAcquire(), &n)
 	q.h.release()
 	return uint64(n)
 }

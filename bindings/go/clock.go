@@ -12,6 +12,7 @@ import (
 // Clock is the time source of breakers, budgets and policies: a SystemClock in production, a
 // ManualClock in tests. A policy's breaker and budget must share one.
 type Clock interface {
+	// ref is the clock's handle, nil for a nil clock.
 	ref() *handleRef[*C.holdoff_clock]
 }
 
@@ -34,10 +35,18 @@ func NewSystemClock() *SystemClock {
 
 func freeClock(p *C.holdoff_clock) { C.holdoff_clock_free(p) }
 
-func (c *SystemClock) ref() *handleRef[*C.holdoff_clock] { return &c.h }
+func (c *SystemClock) ref() *handleRef[*C.holdoff_clock] {
+	if c == nil {
+		return nil
+	}
+	return &c.h
+}
 
 // Close releases the clock's handle; objects built with it keep using it.
 func (c *SystemClock) Close() error {
+	if c == nil {
+		return nilErr("clock")
+	}
 	c.h.close()
 	return nil
 }
@@ -78,12 +87,21 @@ func NewManualClock(wallOrigin time.Time) (*ManualClock, error) {
 	return c, nil
 }
 
-func (c *ManualClock) ref() *handleRef[*C.holdoff_clock] { return &c.h }
+func (c *ManualClock) ref() *handleRef[*C.holdoff_clock] {
+	if c == nil {
+		return nil
+	}
+	return &c.h
+}
 
-// Set moves the clock to t since its origin. Errors: ErrClockBackwards if t is earlier than
-// the clock shows (it does not move); ErrInvalidInput for a negative t.
-func (c *ManualClock) Set(t time.Duration) error {
-	ns, ok := nanos(t)
+// Set moves the clock to the time to since its origin. Errors: ErrClockBackwards if to is
+// earlier than the clock shows (it does not move); ErrInvalidInput naming to when it is
+// negative, or clock for a nil c.
+func (c *ManualClock) Set(to time.Duration) error {
+	if c == nil {
+		return nilErr("clock")
+	}
+	ns, ok := nanos(to)
 	if !ok {
 		return inputErr("to", "must not be negative")
 	}
@@ -99,9 +117,13 @@ func (c *ManualClock) Set(t time.Duration) error {
 	return nil
 }
 
-// Advance moves the clock forward by d (saturating). Errors: ErrInvalidInput for a negative d.
-func (c *ManualClock) Advance(d time.Duration) error {
-	ns, ok := nanos(d)
+// Advance moves the clock forward by by (saturating). Errors: ErrInvalidInput naming by when
+// it is negative, or clock for a nil c.
+func (c *ManualClock) Advance(by time.Duration) error {
+	if c == nil {
+		return nilErr("clock")
+	}
+	ns, ok := nanos(by)
 	if !ok {
 		return inputErr("by", "must not be negative")
 	}
@@ -167,6 +189,9 @@ func (c *ManualClock) fireDue(h *C.holdoff_clock) {
 
 // Now is the clock's time since its origin.
 func (c *ManualClock) Now() time.Duration {
+	if c == nil {
+		nilPanic("clock")
+	}
 	var ns C.uint64_t
 	C.holdoff_clock_now(c.h.mustAcquire(), &ns)
 	c.h.release()
@@ -175,6 +200,9 @@ func (c *ManualClock) Now() time.Duration {
 
 // WallNow is the wall time that corresponds to Now.
 func (c *ManualClock) WallNow() time.Time {
+	if c == nil {
+		nilPanic("clock")
+	}
 	var ns C.uint64_t
 	C.holdoff_clock_wall_now(c.h.mustAcquire(), &ns)
 	c.h.release()
@@ -183,6 +211,9 @@ func (c *ManualClock) WallNow() time.Time {
 
 // Close releases the clock's handle; objects built with it keep using it.
 func (c *ManualClock) Close() error {
+	if c == nil {
+		return nilErr("clock")
+	}
 	c.h.close()
 	return nil
 }
@@ -205,7 +236,9 @@ func optionsOf(opts []Option) options {
 	return o
 }
 
-// WithClock makes the object read clock instead of a new system clock.
+// WithClock makes the object read clock instead of a new system clock. A nil *ManualClock or
+// *SystemClock is refused by the constructor (an *Error matching ErrInvalidInput, field
+// clock); a nil Clock is no option.
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithMaxKeys bounds the group NewBreakerGroup builds to n breakers (1..MaxKeysLimit; without
@@ -221,6 +254,9 @@ func withClock(opts []Option, f func(*C.holdoff_clock) error) error {
 	o := optionsOf(opts)
 	if o.clock != nil {
 		r := o.clock.ref()
+		if r == nil {
+			return nilErr("clock")
+		}
 		h, err := r.acquire()
 		if err != nil {
 			return err

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"math"
 	"runtime"
+	"sync"
 	"time"
+	"unsafe"
 )
 
 // TripPolicy says when a closed breaker opens. Build one with ConsecutiveFailures,
@@ -67,17 +69,15 @@ type BreakerConfig struct {
 // 5 min, no jitter; 3 recoveries; 1 probe; probe timeout = the interval; retry-later guard
 // 5 min.
 func DefaultBreakerConfig() BreakerConfig {
-	var o C.holdoff_breaker_options
-	C.holdoff_breaker_options_init(&o)
+	d := coreDefaults().Breaker
 	return BreakerConfig{
-		Trip: ConsecutiveFailures(int(o.trip_threshold)),
-		OpenInterval: Backoff{Initial: dur(o.open_initial_ns), Multiplier: float64(o.open_multiplier),
-			Max: dur(o.open_max_ns), Jitter: float64(o.open_jitter)},
-		Recoveries:        int(o.recoveries),
-		MaxProbesInFlight: int(o.max_probes_in_flight),
-		ProbeTimeout:      dur(o.probe_timeout_ns),
-		MaxRetryLater:     dur(o.max_retry_later_ns),
-		Seed:              uint64(o.seed),
+		Trip:              ConsecutiveFailures(d.Trip.Threshold),
+		OpenInterval:      d.OpenInterval.backoff(),
+		Recoveries:        d.Recoveries,
+		MaxProbesInFlight: d.MaxProbesInFlight,
+		ProbeTimeout:      fromMs(d.ProbeTimeoutMs),
+		MaxRetryLater:     fromMs(d.MaxRetryLaterMs),
+		Seed:              d.Seed,
 	}
 }
 
@@ -107,35 +107,30 @@ type BudgetConfig struct {
 // backing off 500 ms doubling to 60 s, counted budget 12 h, a server's delay above the cap
 // waits the cap.
 func DefaultBudgetConfig() BudgetConfig {
-	var o C.holdoff_budget_options
-	C.holdoff_budget_options_init(&o)
+	d := coreDefaults().Budget
 	return BudgetConfig{
-		MaxRateLimitDuration: dur(o.max_rate_limit_duration_ns),
-		RetryAfterCap:        dur(o.retry_after_cap_ns),
-		MaxRetries:           int(o.max_retries),
-		Backoff: Backoff{Initial: dur(o.backoff_initial_ns), Multiplier: float64(o.backoff_multiplier),
-			Max: dur(o.backoff_max_ns), Jitter: float64(o.backoff_jitter)},
-		MaxBackoffDuration: dur(o.max_backoff_duration_ns),
-		GiveUpAboveCap:     o.give_up_above_cap != 0,
-		Seed:               uint64(o.seed),
+		MaxRateLimitDuration: fromMs(d.MaxRateLimitDurationMs),
+		RetryAfterCap:        fromMs(d.RetryAfterCapMs),
+		MaxRetries:           d.MaxRetries,
+		Backoff:              d.Backoff.backoff(),
+		MaxBackoffDuration:   fromMs(d.MaxBackoffDurationMs),
+		GiveUpAboveCap:       d.GiveUpAboveCap,
+		Seed:                 d.Seed,
 	}
 }
 
 // QuotaConfig configures a RetryQuota, in tokens. Start from DefaultQuotaConfig.
 type QuotaConfig struct {
-	Capacity      int
-	RetryCost     int
-	TimeoutCost   int
-	SuccessRefill int
+	Capacity      int `json:"capacity"`
+	RetryCost     int `json:"retry_cost"`
+	TimeoutCost   int `json:"timeout_cost"`
+	SuccessRefill int `json:"success_refill"`
 }
 
 // DefaultQuotaConfig is the AWS SDKs' standard mode: 500 tokens, 5 a retry, 10 a retry after
 // a timeout, 1 back per success without retry.
 func DefaultQuotaConfig() QuotaConfig {
-	var o C.holdoff_quota_options
-	C.holdoff_quota_options_init(&o)
-	return QuotaConfig{Capacity: int(o.capacity), RetryCost: int(o.retry_cost),
-		TimeoutCost: int(o.timeout_cost), SuccessRefill: int(o.success_refill)}
+	return coreDefaults().Quota
 }
 
 // ClassifierConfig overrides the HTTP classifier's defaults. The zero value is the default.
@@ -164,8 +159,73 @@ func DefaultPolicyConfig() PolicyConfig {
 	return PolicyConfig{Breaker: DefaultBreakerConfig(), Budget: DefaultBudgetConfig()}
 }
 
-// The neutral JSON format (core/src/config.rs): durations in float milliseconds; non-finite
-// floats as the strings "NaN", "Infinity", "-Infinity", so the core refuses them by name.
+// The neutral JSON format (core/src/interop/config.rs): durations in float milliseconds;
+// non-finite floats as the strings "NaN", "Infinity", "-Infinity", so the core refuses them by
+// name; null for "none".
+
+// neutralBackoff, neutralBreaker, neutralBudget and neutralConfig read the neutral format as
+// the C library writes it with every field (holdoff_config_to_json): the Default* functions
+// take the core's defaults from it, so no default is restated in Go.
+type neutralBackoff struct {
+	InitialMs  float64 `json:"initial_ms"`
+	Multiplier float64 `json:"multiplier"`
+	MaxMs      float64 `json:"max_ms"`
+	Jitter     float64 `json:"jitter"`
+}
+
+type neutralBreaker struct {
+	Trip struct {
+		Threshold int `json:"threshold"`
+	} `json:"trip"`
+	OpenInterval      neutralBackoff `json:"open_interval"`
+	Recoveries        int            `json:"recoveries"`
+	MaxProbesInFlight int            `json:"max_probes_in_flight"`
+	ProbeTimeoutMs    float64        `json:"probe_timeout_ms"` // null: none (0)
+	MaxRetryLaterMs   float64        `json:"max_retry_later_ms"`
+	Seed              uint64         `json:"seed"`
+}
+
+type neutralBudget struct {
+	MaxRateLimitDurationMs float64        `json:"max_rate_limit_duration_ms"`
+	RetryAfterCapMs        float64        `json:"retry_after_cap_ms"`
+	MaxRetries             int            `json:"max_retries"`
+	Backoff                neutralBackoff `json:"backoff"`
+	MaxBackoffDurationMs   float64        `json:"max_backoff_duration_ms"`
+	GiveUpAboveCap         bool           `json:"give_up_above_cap"`
+	Seed                   uint64         `json:"seed"`
+}
+
+type neutralConfig struct {
+	Breaker neutralBreaker `json:"breaker"`
+	Budget  neutralBudget  `json:"budget"`
+	Quota   QuotaConfig    `json:"quota"`
+}
+
+// coreDefaults is the core's default configuration, written once by the C library. Its
+// statuses cannot fail (no configuration, a buffer sized by the first call); a library whose
+// text did not parse would be a broken build, so that panics.
+var coreDefaults = sync.OnceValue(func() neutralConfig {
+	var n C.size_t
+	if st := C.holdoff_config_to_json(nil, nil, 0, &n); st != C.HOLDOFF_STATUS_OK {
+		panic("holdoff: holdoff_config_to_json: " + statusName(st))
+	}
+	buf := make([]byte, int(n)+1)
+	if st := C.holdoff_config_to_json(nil, (*C.char)(unsafe.Pointer(&buf[0])), n+1, &n); st != C.HOLDOFF_STATUS_OK {
+		panic("holdoff: holdoff_config_to_json: " + statusName(st))
+	}
+	var d neutralConfig
+	if err := json.Unmarshal(buf[:n], &d); err != nil {
+		panic("holdoff: the library's default configuration does not parse: " + err.Error())
+	}
+	return d
+})
+
+func (b neutralBackoff) backoff() Backoff {
+	return Backoff{Initial: fromMs(b.InitialMs), Multiplier: b.Multiplier, Max: fromMs(b.MaxMs), Jitter: b.Jitter}
+}
+
+// fromMs is a neutral-format duration (float milliseconds) as a time.Duration.
+func fromMs(ms float64) time.Duration { return time.Duration(math.Round(ms * 1e6)) }
 
 func num(v float64) any {
 	switch {
@@ -247,12 +307,15 @@ func (c ClassifierConfig) spec() map[string]any {
 	return m
 }
 
+// parseSpec parses a configuration the typed constructors built; its errors speak Go
+// (inGoTerms).
 func parseSpec(spec map[string]any) (*Config, error) {
 	text, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(text)
+	c, err := ParseConfig(text)
+	return c, inGoTerms(err, spec)
 }
 
 // Config is a configuration in holdoff's neutral JSON format (the format of the conformance
@@ -300,28 +363,59 @@ func ParseConfig(text []byte) (*Config, error) {
 
 // Close releases the configuration; objects built from it do not need it.
 func (c *Config) Close() error {
+	if c == nil {
+		return nilErr("config")
+	}
 	c.h.close()
 	return nil
 }
 
 // Parts says which parts the configuration has.
 func (c *Config) Parts() ConfigPart {
+	if c == nil {
+		nilPanic("config")
+	}
 	var parts C.uint32_t
 	C.holdoff_config_parts(c.h.mustAcquire(), &parts)
 	c.h.release()
 	return ConfigPart(parts)
 }
 
-// NewBreaker builds a closed breaker from the configuration's breaker part (defaults if absent).
-func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
+// use runs f on the configuration's handle, held for the call. Errors: Field "config" for a
+// nil c, ErrClosed after Close, or f's error.
+func (c *Config) use(f func(h *C.holdoff_config) error) error {
+	if c == nil {
+		return nilErr("config")
+	}
 	h, err := c.h.acquire()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer c.h.release()
+	return f(h)
+}
+
+// call runs the C call f on the configuration's handle; its error carries the core's detail.
+func (c *Config) call(f func(h *C.holdoff_config) C.holdoff_status) error {
+	return c.use(func(h *C.holdoff_config) error {
+		return detailed(func() C.holdoff_status { return f(h) })
+	})
+}
+
+// callWithClock is call with the clock the options name (see withClock).
+func (c *Config) callWithClock(opts []Option, f func(h *C.holdoff_config, clock *C.holdoff_clock) C.holdoff_status) error {
+	return c.use(func(h *C.holdoff_config) error {
+		return withClock(opts, func(clock *C.holdoff_clock) error {
+			return detailed(func() C.holdoff_status { return f(h, clock) })
+		})
+	})
+}
+
+// NewBreaker builds a closed breaker from the configuration's breaker part (defaults if absent).
+func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 	var p *C.holdoff_breaker
-	err = withClock(opts, func(clock *C.holdoff_clock) error {
-		return detailed(func() C.holdoff_status { return C.holdoff_config_new_breaker(h, clock, &p) })
+	err := c.callWithClock(opts, func(h *C.holdoff_config, clock *C.holdoff_clock) C.holdoff_status {
+		return C.holdoff_breaker_new(h, clock, &p)
 	})
 	if err != nil {
 		return nil, err
@@ -334,6 +428,9 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 // from the configuration only: WithMaxKeys is refused here (an *Error matching
 // ErrInvalidConfig, field group.max_keys) rather than ignored.
 func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
+	if c == nil {
+		return nil, nilErr("config")
+	}
 	if optionsOf(opts).hasMaxKeys {
 		return nil, &Error{Name: "invalid_config", Field: "group.max_keys",
 			Message: "invalid configuration: group.max_keys: set it in the configuration's group part, not with WithMaxKeys",
@@ -345,14 +442,9 @@ func (c *Config) NewBreakerGroup(opts ...Option) (*BreakerGroup, error) {
 // newBreakerGroup builds the group the configuration describes (the package's
 // NewBreakerGroup has put WithMaxKeys's bound in it).
 func (c *Config) newBreakerGroup(opts []Option) (*BreakerGroup, error) {
-	h, err := c.h.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer c.h.release()
-	var p *C.holdoff_group
-	err = withClock(opts, func(clock *C.holdoff_clock) error {
-		return detailed(func() C.holdoff_status { return C.holdoff_config_new_group(h, clock, &p) })
+	var p *C.holdoff_breaker_group
+	err := c.callWithClock(opts, func(h *C.holdoff_config, clock *C.holdoff_clock) C.holdoff_status {
+		return C.holdoff_breaker_group_new(h, clock, &p)
 	})
 	if err != nil {
 		return nil, err
@@ -362,14 +454,9 @@ func (c *Config) newBreakerGroup(opts []Option) (*BreakerGroup, error) {
 
 // NewRetryBudget builds a retry budget from the budget part (defaults if absent).
 func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
-	h, err := c.h.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer c.h.release()
-	var p *C.holdoff_budget
-	err = withClock(opts, func(clock *C.holdoff_clock) error {
-		return detailed(func() C.holdoff_status { return C.holdoff_config_new_budget(h, clock, &p) })
+	var p *C.holdoff_retry_budget
+	err := c.callWithClock(opts, func(h *C.holdoff_config, clock *C.holdoff_clock) C.holdoff_status {
+		return C.holdoff_retry_budget_new(h, clock, &p)
 	})
 	if err != nil {
 		return nil, err
@@ -379,14 +466,8 @@ func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
 
 // NewRetryQuota builds a full retry quota from the quota part (defaults if absent).
 func (c *Config) NewRetryQuota() (*RetryQuota, error) {
-	h, err := c.h.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer c.h.release()
-	var p *C.holdoff_quota
-	err = detailed(func() C.holdoff_status { return C.holdoff_config_new_quota(h, &p) })
-	if err != nil {
+	var p *C.holdoff_retry_quota
+	if err := c.call(func(h *C.holdoff_config) C.holdoff_status { return C.holdoff_retry_quota_new(h, &p) }); err != nil {
 		return nil, err
 	}
 	return wrapQuota(p), nil
@@ -394,14 +475,8 @@ func (c *Config) NewRetryQuota() (*RetryQuota, error) {
 
 // NewClassifier builds the classifier part (the default classifier if absent).
 func (c *Config) NewClassifier() (*Classifier, error) {
-	h, err := c.h.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer c.h.release()
 	var p *C.holdoff_classifier
-	err = detailed(func() C.holdoff_status { return C.holdoff_config_new_classifier(h, &p) })
-	if err != nil {
+	if err := c.call(func(h *C.holdoff_config) C.holdoff_status { return C.holdoff_classifier_new(h, &p) }); err != nil {
 		return nil, err
 	}
 	return wrapClassifier(p), nil

@@ -624,7 +624,10 @@ func (c *ctx) step(step obj) error {
 			return fmt.Errorf("the case has no policy")
 		}
 		call := c.policyCall(callName)
-		b, permit := c.policy.Before(call)
+		b, permit, err := c.policy.BeforeAttempt(call)
+		if err != nil {
+			return err
+		}
 		a["action"] = b.Action.String()
 		switch b.Action {
 		case holdoff.Go:
@@ -665,7 +668,7 @@ func (c *ctx) step(step obj) error {
 			if err != nil {
 				return err
 			}
-			d, err := c.policy.After(call, np.permit, o)
+			d, err := c.policy.AfterAttempt(call, np.permit, o)
 			if err != nil {
 				a["error"] = errName(err)
 			} else {

@@ -109,9 +109,9 @@ func limit(field string, d time.Duration, set bool) (C.uint32_t, C.uint64_t, err
 		return C.HOLDOFF_LIMIT_DEFAULT, 0, nil
 	case d == NoLimit:
 		return C.HOLDOFF_LIMIT_NONE, 0, nil
-	case d < 0:
+	case d < 0: // the core's rule for 0; a negative value cannot cross the C ABI
 		return 0, 0, &Error{Name: "invalid_config", Field: field, status: C.HOLDOFF_STATUS_INVALID_CONFIG,
-			Message: "invalid configuration: " + field + ": must be greater than 0 (NoLimit for none)"}
+			Message: "invalid configuration: " + field + ": must be greater than 0"}
 	}
 	return C.HOLDOFF_LIMIT_SET, C.uint64_t(d), nil // 0 is refused by the core, naming field
 }
@@ -147,17 +147,29 @@ func (o *callOptions) cOptions(deadline time.Time, has bool) (C.holdoff_executio
 }
 
 // newExecution starts a logical call under the policy handle h. Errors: invalid limits, named
-// by the core.
+// by the core and worded for Go (the option's name, the duration given).
 func (o *callOptions) newExecution(h *C.holdoff_policy, deadline time.Time, has bool) (*C.holdoff_execution, error) {
 	c, err := o.cOptions(deadline, has)
 	if err != nil {
-		return nil, err
+		return nil, o.inGoTerms(err)
 	}
 	var x *C.holdoff_execution
 	if err := detailed(func() C.holdoff_status { return C.holdoff_execution_new(h, &c, &x) }); err != nil {
-		return nil, err
+		return nil, o.inGoTerms(err)
 	}
 	return x, nil
+}
+
+// inGoTerms words an error about the options' limits for Go, with the durations given.
+func (o *callOptions) inGoTerms(err error) error {
+	given := map[string]any{}
+	if o.hasAttempt {
+		given["attempt_timeout"] = o.attemptTimeout
+	}
+	if o.hasTotal {
+		given["total_timeout"] = o.totalTimeout
+	}
+	return inGoTerms(err, map[string]any{"execute": given})
 }
 
 // check has the core check the options' limits (an execution that never starts moves nothing).
@@ -174,13 +186,10 @@ func (o *callOptions) check(h *C.holdoff_policy) error {
 // options for NewPolicy, Do and DoHTTP. Errors: an *Error matching ErrInvalidConfig naming the
 // field for a limit longer than time.Duration holds (about 292 years).
 func (c *Config) ExecuteOptions() ([]Option, error) {
-	h, err := c.h.acquire()
-	if err != nil {
-		return nil, err
-	}
-	defer c.h.release()
 	var o C.holdoff_execution_options
-	if err := detailed(func() C.holdoff_status { return C.holdoff_config_execution_options(h, &o) }); err != nil {
+	if err := c.call(func(h *C.holdoff_config) C.holdoff_status {
+		return C.holdoff_config_execution_options(h, &o)
+	}); err != nil {
 		return nil, err
 	}
 	var opts []Option
@@ -232,11 +241,14 @@ func (c *Config) ExecuteOptions() ([]Option, error) {
 // moves nothing, also past its time limit, and a probe frees its slot), OnAttempt sees it, and
 // the panic goes on, unretried. So is a classifier's outcome of an unknown kind: the call
 // returns an error matching ErrInvalidInput (field outcome.kind) joined with fn's error. opts
-// override the policy's defaults (PolicyOption).
+// override the policy's defaults (PolicyOption). A nil p, ctx or fn is an *Error matching
+// ErrInvalidInput naming it (policy, ctx, fn); nothing is attempted.
 func (p *Policy) Do(ctx context.Context, fn func(context.Context) error, opts ...Option) error {
-	_, err := p.execute(ctx, opts, false, func(ctx context.Context) (*http.Response, error) {
-		return nil, fn(ctx)
-	})
+	var attempt func(context.Context) (*http.Response, error) // nil for a nil fn: execute refuses it
+	if fn != nil {
+		attempt = func(ctx context.Context) (*http.Response, error) { return nil, fn(ctx) }
+	}
+	_, err := p.execute(ctx, opts, false, attempt)
 	return err
 }
 
@@ -253,7 +265,9 @@ func (p *Policy) Do(ctx context.Context, fn func(context.Context) error, opts ..
 //     response carries it in Response (close its Body);
 //   - (nil, an *Error matching ErrInvalidInput naming status) when a response's StatusCode
 //     is not an HTTP status (outside 0..999), or naming response when fn returned neither a
-//     response nor an error; that attempt counts as nothing.
+//     response nor an error; that attempt counts as nothing;
+//   - (nil, an *Error matching ErrInvalidInput naming policy, ctx or fn) when it is nil;
+//     nothing is attempted.
 func (p *Policy) DoHTTP(ctx context.Context, fn func(context.Context) (*http.Response, error), opts ...Option) (*http.Response, error) {
 	return p.execute(ctx, opts, true, fn)
 }
@@ -302,6 +316,14 @@ type call struct {
 // execute is the one retry loop of Do and DoHTTP: the core's execution, driven as
 // holdoff_execution_next_step says (attempt, wait, finish).
 func (p *Policy) execute(ctx context.Context, opts []Option, isHTTP bool, fn func(context.Context) (*http.Response, error)) (*http.Response, error) {
+	switch {
+	case p == nil:
+		return nil, nilErr("policy")
+	case ctx == nil:
+		return nil, nilErr("ctx")
+	case fn == nil:
+		return nil, nilErr("fn")
+	}
 	o := options{call: p.call}
 	for _, opt := range opts {
 		opt(&o)

@@ -1,10 +1,3 @@
 module example.invalid/holdoff/go
 
 go 1.24
-
-require (
-	github.com/failsafe-go/failsafe-go v0.9.8
-	github.com/sony/gobreaker/v2 v2.4.0
-)
-
-require github.com/bits-and-blooms/bitset v1.24.4 // indirect

@@ -15,9 +15,19 @@
 // methods of the same object: calls already in the C library finish on the live handle (which
 // is freed when the last of them returns), later calls see the object closed. Using an object
 // after Close returns an error matching ErrClosed from methods that return an error; methods
-// without an error result (Snapshot, ForceOpen, Acquire, Now, Policy.Before, ...) panic with
-// it instead, as that is a programming error they cannot report. The C library is never
-// handed a freed handle.
+// without an error result (Snapshot, ForceOpen, Acquire, Now, ...) panic with it instead, as
+// that is a programming error they cannot report. The C library is never handed a freed
+// handle.
+//
+// A nil receiver (a nil *Breaker, *Policy, ...) or a nil argument (a *Permit, a
+// *PolicyCall, a context, a function) is refused the same way: an *Error matching
+// ErrInvalidInput whose Field names it (breaker, policy, permit, call, ctx, fn, ...), returned
+// or, from a method without an error result, panicked with. Nothing dereferences it.
+//
+// Errors about a typed configuration (BreakerConfig, ..., WithAttemptTimeout) speak Go: their
+// message names the field as Go spells it (BreakerConfig.OpenInterval.Initial) and gives
+// durations as time.Duration prints them; Error.Field keeps the core's name
+// (breaker.open_interval.initial), the one every holdoff SDK and the conformance suite use.
 package holdoff
 
 /*
@@ -89,8 +99,12 @@ var (
 // argument it concerns, and the message. errors.Is matches the package's sentinel of the same
 // name (ErrInvalidConfig, ...).
 type Error struct {
-	Name    string
-	Field   string
+	Name string
+	// Field is the configuration field as the core names it (budget.retry_after_cap), or the
+	// argument (status, permit, ctx).
+	Field string
+	// Message says what is wrong, in Go's terms for a typed configuration
+	// ("invalid configuration: BudgetConfig.RetryAfterCap: must be greater than 0, got 0s").
 	Message string
 	status  C.holdoff_status
 }
@@ -258,7 +272,3 @@ func inputErr(field, rule string) error {
 	return &Error{Name: "invalid_input", Field: field, Message: "invalid input: " + field + ": " + rule,
 		status: C.HOLDOFF_STATUS_INVALID_INPUT}
 }
-
-// cgoBaseline is one trivial cgo call, the floor under every holdoff call from Go
-// (BenchmarkCgoCall).
-func cgoBaseline() uint32 { return uint32(C.holdoff_abi_version()) }

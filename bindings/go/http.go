@@ -212,6 +212,9 @@ func (c *Classifier) alive() error { return c.h.alive() }
 
 // Close releases the classifier's handle.
 func (c *Classifier) Close() error {
+	if c == nil {
+		return nilErr("classifier")
+	}
 	c.h.close()
 	return nil
 }
@@ -219,8 +222,11 @@ func (c *Classifier) Close() error {
 // Classify classifies a response; now is the wall time for HTTP-dates. status is whatever
 // integer the HTTP client gave, passed to the core as is: 0..999 is a status. Errors: an
 // *Error matching ErrInvalidInput with Field "status" for a value outside 0..999 (-1, 1000,
-// 70000), or Field "now" as for ParseRetryAfter.
+// 70000), or Field "now" as for ParseRetryAfter, or Field "classifier" for a nil c.
 func (c *Classifier) Classify(status int, headers []Header, now time.Time) (Classification, error) {
+	if c == nil {
+		return Classification{}, nilErr("classifier")
+	}
 	ns, err := wallNanos("now", now)
 	if err != nil {
 		return Classification{}, err

@@ -9,14 +9,13 @@ import (
 	"time"
 )
 
-// BeforeAction is what a policy says before an attempt.
+// BeforeAction is what a policy says before an attempt: Go, Wait or GiveUp.
 type BeforeAction uint32
 
-// Before actions.
+// Before actions. GiveUp, shared with DecisionKind, is defined with it.
 const (
 	Go   BeforeAction = C.HOLDOFF_BEFORE_ACTION_GO
 	Wait BeforeAction = C.HOLDOFF_BEFORE_ACTION_WAIT
-	Stop BeforeAction = C.HOLDOFF_BEFORE_ACTION_GIVE_UP
 )
 
 // String is the stable name: go, wait, give_up.
@@ -29,9 +28,9 @@ type Before struct {
 	Action BeforeAction
 	// Delay is the wait for the breaker (Wait).
 	Delay time.Duration
-	// Reason is why to stop (Stop: always BreakerOpenReason).
+	// Reason is why to give up (GiveUp: always BreakerOpenReason).
 	Reason GiveUpReason
-	// RetryAfter is the breaker's time until its next probe (Stop, HasRetryAfter).
+	// RetryAfter is the breaker's time until its next probe (GiveUp, HasRetryAfter).
 	RetryAfter    time.Duration
 	HasRetryAfter bool
 }
@@ -71,7 +70,7 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 		return nil, err
 	}
 	defer budget.h.release()
-	var qp *C.holdoff_quota
+	var qp *C.holdoff_retry_quota
 	if q != nil {
 		if qp, err = q.h.acquire(); err != nil {
 			return nil, err
@@ -108,8 +107,15 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 // classifier). The breaker and the budget must read the same clock (ErrInvalidConfig, field
 // policy.clock, otherwise); the time limits of Do and DoHTTP attempts run on it. The policy
 // keeps the parts alive; their owner still closes them. Errors: also ErrInvalidConfig naming
-// an invalid time limit among opts (execute.attempt_timeout, execute.total_timeout).
+// an invalid time limit among opts (execute.attempt_timeout, execute.total_timeout); an *Error
+// matching ErrInvalidInput naming b or budget when it is nil.
 func ComposePolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, opts ...Option) (*Policy, error) {
+	switch {
+	case b == nil:
+		return nil, nilErr("breaker")
+	case budget == nil:
+		return nil, nilErr("budget")
+	}
 	return newPolicy(b, budget, q, cls, opts)
 }
 
@@ -173,14 +179,22 @@ func NewPolicy(cfg PolicyConfig, opts ...Option) (*Policy, error) {
 	return p, nil
 }
 
-// Breaker is the policy's breaker (for snapshots and events). Closing the policy closes it if
-// NewPolicy built it.
-func (p *Policy) Breaker() *Breaker { return p.breaker }
+// Breaker is the policy's breaker (for snapshots and events), nil for a nil p. Closing the
+// policy closes it if NewPolicy built it.
+func (p *Policy) Breaker() *Breaker {
+	if p == nil {
+		return nil
+	}
+	return p.breaker
+}
 
 // Close releases the policy and the parts NewPolicy built. Safe to call twice and
 // concurrently with other methods: a Do in flight runs to its end on the core's policy, which
 // its call keeps alive; later calls return ErrClosed.
 func (p *Policy) Close() error {
+	if p == nil {
+		return nilErr("policy")
+	}
 	if p.h.close() {
 		for _, c := range p.parts {
 			c.Close()
@@ -208,6 +222,9 @@ func (p *Policy) NewCall() *PolicyCall {
 
 // Attempts is the attempts admitted so far.
 func (c *PolicyCall) Attempts() int {
+	if c == nil {
+		nilPanic("call")
+	}
 	var n C.uint32_t
 	C.holdoff_policy_call_attempts(c.h.mustAcquire(), &n)
 	c.h.release()
@@ -216,25 +233,34 @@ func (c *PolicyCall) Attempts() int {
 
 // Close releases the call's handle.
 func (c *PolicyCall) Close() error {
+	if c == nil {
+		return nilErr("call")
+	}
 	c.h.close()
 	return nil
 }
 
-// Before says, before an attempt, whether to go (with the permit to record), wait for the
-// breaker, or stop because it stays open beyond what is left of the budget. A first attempt
-// does not wait for an open breaker.
-func (p *Policy) Before(call *PolicyCall) (Before, *Permit) {
-	h := p.h.mustAcquire()
-	defer p.h.release()
-	b, permit, err := p.before(h, call)
-	if err != nil {
-		panic(err)
+// BeforeAttempt says, before an attempt, whether to go (Go, with the permit to record), wait
+// for the breaker (Wait), or give up because it stays open beyond what is left of the budget
+// (GiveUp). A first attempt does not wait for an open breaker. Errors: an *Error matching
+// ErrInvalidInput naming policy or call when it is nil; ErrClosed after Close of either.
+func (p *Policy) BeforeAttempt(call *PolicyCall) (Before, *Permit, error) {
+	if p == nil {
+		return Before{}, nil, nilErr("policy")
 	}
-	return b, permit
+	h, err := p.h.acquire()
+	if err != nil {
+		return Before{}, nil, err
+	}
+	defer p.h.release()
+	return p.beforeAttempt(h, call)
 }
 
-// before is Before on a policy handle the caller holds a use of.
-func (p *Policy) before(h *C.holdoff_policy, call *PolicyCall) (Before, *Permit, error) {
+// beforeAttempt is BeforeAttempt on a policy handle the caller holds a use of.
+func (p *Policy) beforeAttempt(h *C.holdoff_policy, call *PolicyCall) (Before, *Permit, error) {
+	if call == nil {
+		return Before{}, nil, nilErr("call")
+	}
 	ch, err := call.h.acquire()
 	if err != nil {
 		return Before{}, nil, err
@@ -242,7 +268,7 @@ func (p *Policy) before(h *C.holdoff_policy, call *PolicyCall) (Before, *Permit,
 	defer call.h.release()
 	var b C.holdoff_before
 	permit := new(Permit)
-	if st := C.holdoff_policy_before(h, ch, &b, &permit.c); st != C.HOLDOFF_STATUS_OK {
+	if st := C.holdoff_policy_before_attempt(h, ch, &b, &permit.c); st != C.HOLDOFF_STATUS_OK {
 		return Before{}, nil, errOf(st)
 	}
 	ra, has := optDur(b.has_retry_after, b.retry_after_ns)
@@ -254,18 +280,26 @@ func (p *Policy) before(h *C.holdoff_policy, call *PolicyCall) (Before, *Permit,
 	return out, permit, nil
 }
 
-// After records an attempt's outcome and decides: done, retry after a delay (never shorter
-// than the breaker needs), or give up. Errors: ErrForeignPermit, ErrPermitAlreadyRecorded.
-func (p *Policy) After(call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
+// AfterAttempt records an attempt's outcome and decides: done, retry after a delay (never
+// shorter than the breaker needs), or give up. Errors: ErrForeignPermit,
+// ErrPermitAlreadyRecorded; an *Error matching ErrInvalidInput naming policy, call or permit
+// when it is nil.
+func (p *Policy) AfterAttempt(call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
+	if p == nil {
+		return Decision{}, nilErr("policy")
+	}
 	h, err := p.h.acquire()
 	if err != nil {
 		return Decision{}, err
 	}
 	defer p.h.release()
-	return p.after(h, call, permit, o)
+	return p.afterAttempt(h, call, permit, o)
 }
 
-func (p *Policy) after(h *C.holdoff_policy, call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
+func (p *Policy) afterAttempt(h *C.holdoff_policy, call *PolicyCall, permit *Permit, o Outcome) (Decision, error) {
+	if err := callAndPermit(call, permit); err != nil {
+		return Decision{}, err
+	}
 	kind, ns, err := o.c()
 	if err != nil {
 		return Decision{}, err
@@ -276,21 +310,36 @@ func (p *Policy) after(h *C.holdoff_policy, call *PolicyCall, permit *Permit, o 
 	}
 	defer call.h.release()
 	var d C.holdoff_decision
-	st := C.holdoff_policy_after(h, ch, &permit.c, kind, ns, &d)
+	st := C.holdoff_policy_after_attempt(h, ch, &permit.c, kind, ns, &d)
 	if st != C.HOLDOFF_STATUS_OK {
 		return Decision{}, errOf(st)
 	}
 	return decisionOf(&d), nil
 }
 
-// AfterResponse is After for an HTTP response: it classifies (status, headers) at the
+// callAndPermit refuses a nil call or permit, naming it.
+func callAndPermit(call *PolicyCall, permit *Permit) error {
+	switch {
+	case call == nil:
+		return nilErr("call")
+	case permit == nil:
+		return nilErr("permit")
+	}
+	return nil
+}
+
+// AfterResponse is AfterAttempt for an HTTP response: it classifies (status, headers) at the
 // decision's one clock reading, then decides. status is whatever integer the HTTP client
 // gave, passed to the core as is: 0..999 is a status (one outside 100..599 is a broken
 // upstream, recorded as a failure). Errors: an *Error matching ErrInvalidInput with Field
 // "status" for a value outside 0..999 (-1, 1000, 70000), after which the permit is recorded
 // as cancelled (a probe frees its slot, its window stays spent) and cannot be recorded again;
-// ErrForeignPermit; ErrPermitAlreadyRecorded.
+// ErrForeignPermit; ErrPermitAlreadyRecorded; ErrInvalidInput naming policy, call or permit
+// when it is nil.
 func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
+	if p == nil {
+		return Decision{}, Classification{}, nilErr("policy")
+	}
 	h, err := p.h.acquire()
 	if err != nil {
 		return Decision{}, Classification{}, err
@@ -300,6 +349,9 @@ func (p *Policy) AfterResponse(call *PolicyCall, permit *Permit, status int, hea
 }
 
 func (p *Policy) afterResponse(h *C.holdoff_policy, call *PolicyCall, permit *Permit, status int, headers []Header) (Decision, Classification, error) {
+	if err := callAndPermit(call, permit); err != nil {
+		return Decision{}, Classification{}, err
+	}
 	ch, err := call.h.acquire()
 	if err != nil {
 		return Decision{}, Classification{}, err

@@ -82,7 +82,7 @@ func (c *stressCounts) add(o *stressCounts) {
 	}
 }
 
-func (c *stressCounts) events(evs []holdoff.Event) {
+func (c *stressCounts) events(evs []holdoff.StateChange) {
 	for _, e := range evs {
 		// A trip (or retry-later) from closed is what the breaker counts as an open.
 		if e.From == holdoff.Closed && e.To == holdoff.Open {
