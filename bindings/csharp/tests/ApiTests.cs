@@ -109,17 +109,17 @@ namespace Holdoff.Tests
         static void HttpAndQuota()
         {
             var now = new DateTimeOffset(1994, 11, 6, 8, 48, 37, TimeSpan.Zero);
-            var h = RetryAfterHeader.Parse("Sun, 06 Nov 1994 08:49:37 GMT", now);
+            var h = RetryAfter.Parse("Sun, 06 Nov 1994 08:49:37 GMT", now);
             Check(h.Unusable == Unusable.Usable && h.Delay == TimeSpan.FromMinutes(1), "HTTP-date");
-            Check(RetryAfterHeader.Parse("-5", now).Unusable == Unusable.Signed, "signed");
+            Check(RetryAfter.Parse("-5", now).Unusable == Unusable.Signed, "signed");
             var hs = new List<KeyValuePair<string, string>>
             {
                 new KeyValuePair<string, string>("retry-after", "120"), new KeyValuePair<string, string>("Retry-After", "60"),
             };
-            Check(RetryAfterHeader.FromHeaders(hs, now).Unusable == Unusable.Conflicting, "conflicting");
+            Check(RetryAfter.HintFromHeaders(hs, now).Unusable == Unusable.Conflicting, "conflicting");
             using (var c = new Classifier(new ClassifierOptions { FailureStatuses = new[] { 403 } }))
             {
-                Check(c.Classify(403, null, now).Outcome.Kind == OutcomeKind.Failure, "403 override");
+                Check(c.Classify(403, NoHeaders, now).Outcome.Kind == OutcomeKind.Failure, "403 override");
                 // 0..999 are statuses; outside 100..599 a broken upstream, a failure whatever it says.
                 foreach (long broken in new long[] { 0, 99, 600, 700, 999 })
                 {
@@ -129,7 +129,7 @@ namespace Holdoff.Tests
                 // Anything else reaches the core's check, whatever its width.
                 foreach (long notStatus in new long[] { -1, 1000, 70000, (long)int.MaxValue + 1, long.MinValue })
                 {
-                    var e = Throws<HoldoffInputException>(() => c.Classify(notStatus, null, now), "status " + notStatus);
+                    var e = Throws<InvalidInputException>(() => c.Classify(notStatus, NoHeaders, now), "status " + notStatus);
                     Check(e is ArgumentException && e.Name == "invalid_input" && e.ParamName == "status" && e.Field == "status",
                         "invalid_input naming status for " + notStatus);
                 }
@@ -139,18 +139,18 @@ namespace Holdoff.Tests
                 Check(no.Outcome.Kind == OutcomeKind.Answer && no.ShouldRetry == false, "x-should-retry: false makes a 500 an answer");
                 var listed = c.Classify(403, Header("x-should-retry", "false"), now);
                 Check(listed.Outcome.Kind == OutcomeKind.Failure && listed.ShouldRetry == false, "x-should-retry never overrides the options' lists");
-                var plain = c.Classify(404, null, now);
+                var plain = c.Classify(404, NoHeaders, now);
                 Check(plain.Outcome.Kind == OutcomeKind.Answer && plain.ShouldRetry == null, "no x-should-retry: null");
                 Check(c.Classify(404, Header("x-should-retry", "maybe"), now).ShouldRetry == null, "another value is ignored");
             }
-            var ms = RetryAfterHeader.FromHeaders(Header("retry-after-ms", "1500.2"), now);
+            var ms = RetryAfter.HintFromHeaders(Header("retry-after-ms", "1500.2"), now);
             Check(ms.Source == HintSource.RetryAfterMs && ms.Delay == TimeSpan.FromMilliseconds(1501), "retry-after-ms rounds up: " + ms.Delay);
-            var both = RetryAfterHeader.FromHeaders(new List<KeyValuePair<string, string>>
+            var both = RetryAfter.HintFromHeaders(new List<KeyValuePair<string, string>>
             {
                 new KeyValuePair<string, string>("Retry-After", "60"), new KeyValuePair<string, string>("x-ms-retry-after-ms", "250"),
             }, now);
             Check(both.Source == HintSource.XMsRetryAfterMs && both.Delay == TimeSpan.FromMilliseconds(250), "x-ms-retry-after-ms before Retry-After");
-            var rl = RetryAfterHeader.FromHeaders(Header("RateLimit", "\"default\";r=0;t=7"), now);
+            var rl = RetryAfter.HintFromHeaders(Header("RateLimit", "\"default\";r=0;t=7"), now);
             Check(rl.Source == HintSource.RateLimit && rl.Delay == TimeSpan.FromSeconds(7), "RateLimit's t");
             Check(Names.Of(HintSource.RetryAfterMs) == "retry_after_ms" && Names.Of(HintSource.XMsRetryAfterMs) == "x_ms_retry_after_ms"
                 && Names.Of(HintSource.RateLimit) == "ratelimit" && Names.Of(HintSource.None) == "none", "hint source names from the core");
@@ -171,10 +171,12 @@ namespace Holdoff.Tests
                 Check(pe != null && pe.Name == "permit_already_recorded" && pe.Field == "lease", "lease given back twice");
                 q.Acquire(false);
                 Check(q.Available == 7, "the refused second refund added nothing");
-                var ie = Throws<HoldoffInputException>(() => q.OnSuccess(q.Acquire(true)), "lease never acquired");
+                var ie = Throws<InvalidInputException>(() => q.OnSuccess(q.Acquire(true)), "lease never acquired");
                 Check(ie != null && ie.ParamName == "lease" && q.Available == 7, "an unacquired lease refunds nothing");
             }
         }
+
+        static readonly List<KeyValuePair<string, string>> NoHeaders = new List<KeyValuePair<string, string>>();
 
         static List<KeyValuePair<string, string>> Header(string name, string value)
         {
@@ -226,7 +228,7 @@ namespace Holdoff.Tests
                 }
                 foreach (int bad in new[] { 0, -1, 100000001 })
                 {
-                    var e = Throws<HoldoffConfigException>(() => new BreakerGroup(new BreakerOptions(), clock, bad).Dispose(), "maxKeys " + bad);
+                    var e = Throws<InvalidConfigException>(() => new BreakerGroup(new BreakerOptions(), clock, bad).Dispose(), "maxKeys " + bad);
                     Check(e != null && e.ParamName == "group.max_keys", "maxKeys " + bad + " names group.max_keys");
                 }
                 using (var cfg = HoldoffConfig.Parse("{\"breaker\":{},\"group\":{\"max_keys\":3}}"))
@@ -268,14 +270,14 @@ namespace Holdoff.Tests
             using (var p = new Policy(new PolicyOptions(), clock))
             using (var call = new PolicyCall())
             {
-                var b = p.Before(call);
+                var b = p.BeforeAttempt(call);
                 Classification cl = null;
-                var e = Throws<HoldoffInputException>(() => p.AfterResponse(call, b.Permit, 70000, null, out cl), "policy status 70000");
+                var e = Throws<InvalidInputException>(() => p.AfterResponse(call, b.Permit, 70000, NoHeaders, out cl), "policy status 70000");
                 Check(e != null && e.ParamName == "status", "the policy refuses 70000 naming status");
                 var pe = Throws<PermitException>(() => p.Breaker.Record(b.Permit, Outcome.Success), "the refused status spent the permit");
                 Check(pe != null && pe.Name == "permit_already_recorded", "recorded as cancelled: " + (pe != null ? pe.Name : ""));
-                b = p.Before(call);
-                var d = p.AfterResponse(call, b.Permit, 999, null, out cl);
+                b = p.BeforeAttempt(call);
+                var d = p.AfterResponse(call, b.Permit, 999, NoHeaders, out cl);
                 Check(cl.Outcome.Kind == OutcomeKind.Failure && d.Kind == DecisionKind.Retry && p.Breaker.Snapshot().Failures == 1,
                     "999 is a failure for breaker and budget");
             }
@@ -409,7 +411,7 @@ namespace Holdoff.Tests
             Check(e2 != null && e2.ParamName == "wallOrigin", "ParamName of a far wall origin");
             e2 = Throws<ArgumentOutOfRangeException>(() => new ManualClock(new DateTimeOffset(1969, 1, 1, 0, 0, 0, TimeSpan.Zero)).Dispose(), "wall origin in 1969");
             Check(e2 != null && e2.ParamName == "wallOrigin", "ParamName of a pre-1970 wall origin");
-            e2 = Throws<ArgumentOutOfRangeException>(() => RetryAfterHeader.Parse("5", far), "now in 9000");
+            e2 = Throws<ArgumentOutOfRangeException>(() => RetryAfter.Parse("5", far), "now in 9000");
             Check(e2 != null && e2.ParamName == "now", "ParamName of a far now");
         }
 
@@ -453,6 +455,8 @@ namespace Holdoff.Tests
                 return 0;
             }
             ConfigErrors();
+            ConfigMessages();
+            NullArguments();
             BreakerBasics();
             ExecuteHelpers();
             HandlerHelpers();

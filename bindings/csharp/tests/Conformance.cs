@@ -146,15 +146,15 @@ namespace Holdoff.Tests
             throw new CaseFailure("bad outcome " + v.Raw);
         }
 
-        static bool IsHoldoff(Exception e) { return e is HoldoffException || e is HoldoffInputException; }
+        static bool IsHoldoff(Exception e) { return e is HoldoffException || e is InvalidInputException; }
 
         static string ErrName(Exception e)
         {
             var he = e as HoldoffException;
             if (he != null) return he.Name;
-            var ie = e as HoldoffInputException;
+            var ie = e as InvalidInputException;
             if (ie != null) return ie.Name;
-            var ce = e as HoldoffConfigException;
+            var ce = e as InvalidConfigException;
             if (ce != null) return ce.Name;
             return "unknown: " + e.Message;
         }
@@ -165,13 +165,13 @@ namespace Holdoff.Tests
             if (d.Kind == DecisionKind.Retry)
             {
                 a["delay_ms"] = Ms(d.Delay);
-                a["source"] = Names.Of(d.Source);
+                a["source"] = Names.Of(d.Source.Value);
                 a["server_delay_ms"] = OptMs(d.ServerDelay);
                 a["capped"] = d.Capped;
             }
             else if (d.Kind == DecisionKind.GiveUp)
             {
-                a["reason"] = Names.Of(d.Reason);
+                a["reason"] = Names.Of(d.Reason.Value);
                 a["server_delay_ms"] = OptMs(d.ServerDelay);
             }
             return a;
@@ -443,13 +443,13 @@ namespace Holdoff.Tests
                 {
                     string v = step.Str("value", null);
                     if (v == null) throw new CaseFailure("parse_retry_after needs value");
-                    Hint(RetryAfterHeader.Parse(v, c.Clock.WallNow), a);
+                    Hint(RetryAfter.Parse(v, c.Clock.WallNow), a);
                     Check(expect, a, "delay_ms", "unusable");
                     return;
                 }
                 case "hint":
                 {
-                    var h = RetryAfterHeader.FromHeaders(Headers(step), c.Clock.WallNow);
+                    var h = RetryAfter.HintFromHeaders(Headers(step), c.Clock.WallNow);
                     Hint(h, a);
                     a["source"] = Names.Of(h.Source);
                     Check(expect, a, "delay_ms", "unusable", "source");
@@ -500,7 +500,8 @@ namespace Holdoff.Tests
                         }
                         else
                         {
-                            c.Quota.OnSuccess(lease);
+                            if (lease != null) c.Quota.OnSuccess(lease);
+                            else c.Quota.OnSuccess();
                         }
                     }
                     catch (Exception e) when (IsHoldoff(e))
@@ -525,7 +526,7 @@ namespace Holdoff.Tests
                 case "before":
                 {
                     if (c.Policy == null) throw new CaseFailure("the case has no policy");
-                    var b = c.Policy.Before(CallOf(c, callName));
+                    var b = c.Policy.BeforeAttempt(CallOf(c, callName));
                     a["action"] = Names.Of(b.Action);
                     if (b.Action == BeforeAction.Go)
                     {
@@ -539,7 +540,7 @@ namespace Holdoff.Tests
                     }
                     else
                     {
-                        a["reason"] = Names.Of(b.Reason);
+                        a["reason"] = Names.Of(b.Reason.Value);
                         a["retry_after_ms"] = OptMs(b.RetryAfter);
                     }
                     Check(expect, a, "action", "episode", "probe", "delay_ms", "reason", "retry_after_ms");
@@ -563,7 +564,7 @@ namespace Holdoff.Tests
                         }
                         else
                         {
-                            a = DecisionObj(c.Policy.After(call, np.Permit, OutcomeOf(step.Get("outcome"))));
+                            a = DecisionObj(c.Policy.AfterAttempt(call, np.Permit, OutcomeOf(step.Get("outcome"))));
                         }
                     }
                     catch (Exception e) when (IsHoldoff(e))
@@ -595,7 +596,7 @@ namespace Holdoff.Tests
                 if (e is CaseFailure) throw;
                 if (expectError == null) throw new CaseFailure("configuration refused: " + e.Message);
                 var a = new Dictionary<string, object> { { "error", ErrName(e) } };
-                var ce = e as HoldoffConfigException;
+                var ce = e as InvalidConfigException;
                 if (ce != null) a["field"] = ce.ParamName;
                 Check(expectError, a, "error", "field");
                 return;

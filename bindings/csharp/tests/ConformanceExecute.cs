@@ -378,7 +378,7 @@ namespace Holdoff.Tests
                 r["capped"] = u.Capped;
                 return r;
             }
-            var input = e as HoldoffInputException;
+            var input = e as InvalidInputException;
             if (input != null || (e is ArgumentOutOfRangeException && AttemptOf(e).HasValue && c.Flavour == AsyncHttp))
             {
                 // The handler's status check (ParamName status), or HttpResponseMessage refusing a

@@ -72,12 +72,12 @@ namespace Holdoff.Tests
                 Check(p.TotalTimeout == null && p.AttemptTimeout == TimeSpan.FromMilliseconds(2500), "null is no limit");
                 foreach (var bad in new[] { TimeSpan.Zero, TimeSpan.FromSeconds(-1), TimeSpan.FromTicks(-1) })
                 {
-                    var e = Throws<HoldoffConfigException>(() => p.AttemptTimeout = bad, "attempt timeout " + bad);
+                    var e = Throws<InvalidConfigException>(() => p.AttemptTimeout = bad, "attempt timeout " + bad);
                     Check(e != null && e.ParamName == "execute.attempt_timeout", "the core names execute.attempt_timeout for " + bad);
-                    e = Throws<HoldoffConfigException>(() => p.TotalTimeout = bad, "total timeout " + bad);
+                    e = Throws<InvalidConfigException>(() => p.TotalTimeout = bad, "total timeout " + bad);
                     Check(e != null && e.ParamName == "execute.total_timeout", "the core names execute.total_timeout for " + bad);
                 }
-                var far = Throws<HoldoffConfigException>(() => p.TotalTimeout = TimeSpan.FromDays(365 * 600), "600 years");
+                var far = Throws<InvalidConfigException>(() => p.TotalTimeout = TimeSpan.FromDays(365 * 600), "600 years");
                 Check(far != null && far.ParamName == "execute.total_timeout", "a limit past 2^64 ns is refused, not shortened");
                 Check(p.AttemptTimeout == TimeSpan.FromMilliseconds(2500) && p.TotalTimeout == null, "a refused value changes nothing");
                 var ne = Throws<ArgumentNullException>(() => p.Sleeper = null, "null sleeper");
@@ -88,7 +88,7 @@ namespace Holdoff.Tests
                     "the neutral configuration's execute part");
             using (var c = HoldoffConfig.Parse("{}"))
                 Check(c.Parts == ConfigParts.None && c.AttemptTimeout == null && c.TotalTimeout == TimeSpan.FromSeconds(60), "execute absent: defaults");
-            var ce = Throws<HoldoffConfigException>(() => HoldoffConfig.Parse("{\"execute\":{\"total_timeout_ms\":0}}").Dispose(), "total_timeout_ms 0");
+            var ce = Throws<InvalidConfigException>(() => HoldoffConfig.Parse("{\"execute\":{\"total_timeout_ms\":0}}").Dispose(), "total_timeout_ms 0");
             Check(ce != null && ce.ParamName == "execute.total_timeout", "total_timeout_ms 0 names execute.total_timeout");
         }
 
