@@ -2,14 +2,22 @@
 SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
-# Every binding's run.sh installs what it needs (venv, npm packages, apt packages) itself.
 BINDINGS := python node c go csharp kotlin
 
-.PHONY: test demo conformance lint rust loom bindings bench miri leak fuzz $(addprefix test-,$(BINDINGS))
+.PHONY: test deps demo conformance lint rust loom bindings bench miri leak fuzz $(addprefix test-,$(BINDINGS))
 
-## test: format and lint checks, every Rust test and the loom models, every binding's tests
-## (stress tests, sanitizers and leak loops included), then the conformance matrix.
-test: lint rust loom bindings conformance
+## test: the system packages, format and lint checks, every Rust test and the loom models, every
+## binding's tests (stress tests, sanitizers and leak loops included), then the conformance
+## matrix. The bindings' tests run their conformance runners and leave the tallies in
+## HOLDOFF_TALLY_DIR, where the matrix reads them instead of running each runner again.
+test: export HOLDOFF_TALLY_DIR := $(CARGO_TARGET_DIR)/conformance-tallies
+test:
+	@rm -rf "$$HOLDOFF_TALLY_DIR"
+	@$(MAKE) --no-print-directory deps lint rust loom bindings conformance
+
+## deps: the Debian packages every language needs, installed when missing (scripts/install-deps).
+deps:
+	@bash scripts/install-deps
 
 lint:
 	cargo fmt --all --check
@@ -17,7 +25,8 @@ lint:
 	python3 conformance/validate.py
 
 # The pyo3 and napi crates link against their interpreter only when loaded by it; they are
-# tested through Python and Node below, not as Rust test binaries.
+# tested through Python and Node below, not as Rust test binaries. conformance/run-all's rust row
+# selects the same packages, so that it builds nothing again.
 RUST_TESTED := --workspace --exclude holdoff-python --exclude holdoff-node
 
 rust:
@@ -48,7 +57,7 @@ leak:
 bindings: $(addprefix test-,$(BINDINGS))
 
 $(addprefix test-,$(BINDINGS)): test-%:
-	@if [ -f bindings/$*/run.sh ]; then bash bindings/$*/run.sh test; else echo "bindings/$*: not built yet"; fi
+	bash bindings/$*/run.sh test
 
 ## conformance: every language's runner over conformance/cases, one summary line per language.
 conformance:
@@ -59,6 +68,7 @@ demo:
 	@bash cli/demo.sh
 
 ## bench: the cross-language benchmark (bench/run): one release build, then Rust, Python, Node,
-## Go, C and C# against their peers; writes bench/results/ and the README's Performance table.
+## Go, C and C# (bench/<lang>/) against their peers; writes bench/results/ and the tables of
+## docs/performance.md.
 bench:
 	@bash bench/run
