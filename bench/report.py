@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The report of `bash bench/run`: results.md (tables), chart.svg, run.json, and the README copy.
+"""The report of `bash bench/run`: results.md (tables), chart.svg, run.json, and the tables of
+docs/performance.md.
 
 Input: the JSON Lines records every language's bench appends (one per lang, subject, op, with raw
 per-repetition samples), the per-language accounting bench/run wrote (langs.tsv) and the machine
@@ -47,6 +48,7 @@ CHART_OPS = ["allow_record", "allow_record_2t", "refuse_open", "budget_429", "pr
 LOADED_CORES = 0.25
 MIN_REPS = 5
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+CHART_ALT = "per-call costs, median with min-max bars"
 
 
 def warn(msg: str) -> None:
@@ -287,19 +289,22 @@ def chart(data: dict, order: list[str], path: Path, title: str, loaded: set[str]
     return True
 
 
-def update_readme(readme: Path, block: str) -> None:
-    text = readme.read_text(encoding="utf-8")
-    if START in text and END in text and text.index(START) < text.index(END):
-        head, rest = text.split(START, 1)
-        _, tail = rest.split(END, 1)
+def update_doc(doc: Path, block: str) -> None:
+    """Replaces what stands between the markers of `doc` (appended at its end when missing)."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else "# Performance\n"
+    # Each marker stands on a line of its own, so that prose may name them.
+    start = re.search(rf"^{re.escape(START)}$", text, re.M)
+    end = re.search(rf"^{re.escape(END)}$", text, re.M)
+    if start and end and start.start() < end.start():
+        head, tail = text[: start.start()], text[end.end() :]
     else:
-        warn(f"no {START} ... {END} markers in {readme}: adding a Performance section at the end")
-        head, tail = text.rstrip("\n") + "\n\n## Performance\n\n", "\n"
+        warn(f"no {START} ... {END} markers in {doc}: adding the tables at the end")
+        head, tail = text.rstrip("\n") + "\n\n", "\n"
     new = f"{head}{START}\n{block}\n{END}{tail}"
     if new != text:
-        tmp = readme.with_suffix(".md.tmp")
+        tmp = doc.with_suffix(".md.tmp")
         tmp.write_text(new, encoding="utf-8")
-        os.replace(tmp, readme)
+        os.replace(tmp, doc)
 
 
 def main() -> int:
@@ -308,7 +313,7 @@ def main() -> int:
     ap.add_argument("--langs", type=Path, required=True)
     ap.add_argument("--machine", type=Path, required=True)
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--readme", type=Path)
+    ap.add_argument("--doc", type=Path, help="a Markdown file whose marked block gets the tables")
     a = ap.parse_args()
 
     data, problems = load_records(a.raw)
@@ -326,10 +331,8 @@ def main() -> int:
     )
     if not has_chart:
         (a.out / "chart.svg").unlink(missing_ok=True)  # never leave an older run's chart beside
-    else:
-        block += ["", "![per-call costs, median with min-max bars](bench/results/chart.svg)"]
     md = ["# holdoff cross-language benchmark", "", "Written by `bash bench/run` (`make bench`); raw samples in results.jsonl.", ""]
-    md += [line.replace("(bench/results/chart.svg)", "(chart.svg)") for line in block]
+    md += block + ([] if not has_chart else ["", f"![{CHART_ALT}](chart.svg)"])
     if problems or gaps:
         md += ["", "## Gaps and problems in the records", ""] + [f"- {p}" for p in problems + gaps]
     md += details(data)
@@ -343,8 +346,12 @@ def main() -> int:
         "loaded_threshold_cores": LOADED_CORES,
     }
     (a.out / "run.json").write_text(json.dumps(run, indent=2) + "\n", encoding="utf-8")
-    if a.readme:
-        update_readme(a.readme, "\n".join(block))
+    if a.doc:
+        if has_chart:
+            # The link is relative to the document, wherever it lives.
+            rel = Path(os.path.relpath(a.out.resolve() / "chart.svg", a.doc.resolve().parent)).as_posix()
+            block += ["", f"![{CHART_ALT}]({rel})"]
+        update_doc(a.doc, "\n".join(block))
     print("\n".join(block))
     return 0
 
