@@ -27,10 +27,10 @@ import (
 	"testing"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/sony/gobreaker/v2"
+	holdoff "holdoff.dev/go"
 )
 
 const (

@@ -7,8 +7,8 @@ import (
 	"context"
 	"testing"
 
-	holdoff "example.invalid/holdoff/go"
 	"github.com/sony/gobreaker/v2"
+	holdoff "holdoff.dev/go"
 )
 
 func newBench(b *testing.B) *holdoff.Breaker {

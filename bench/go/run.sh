@@ -12,7 +12,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 need go go
 export CGO_ENABLED=1
 build_ffi
-export CGO_LDFLAGS="-L$CARGO_TARGET_DIR/$PROFILE"
+# The library of this profile where the binding's cgo directives read it (inside its module).
+bash "$ROOT/bindings/go/run.sh" place "$CARGO_TARGET_DIR/$PROFILE"
 cd "$BENCH/go"
 case "${1:-run}" in
   check) go vet ./... ;;

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 func must[T any](v T, err error) T {

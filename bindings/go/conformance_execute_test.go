@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 // The Go helper flavours.

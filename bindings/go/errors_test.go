@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 // The core validates in the milliseconds of its JSON format; a Go caller reads the field's Go

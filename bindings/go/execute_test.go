@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 // helperPolicy is a policy on clock whose waits advance it; edit adjusts the configuration.

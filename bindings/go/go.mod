@@ -1,3 +1,3 @@
-module example.invalid/holdoff/go
+module holdoff.dev/go
 
 go 1.24

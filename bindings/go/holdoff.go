@@ -2,7 +2,9 @@
 // retry quota shared by every holdoff SDK (Rust core, C ABI, Python, Node, C#, Kotlin), proven
 // equal by one conformance suite.
 //
-// It links the C ABI's static library (bindings/c, libholdoff.a) through cgo and holds no
+// It links the C ABI's static library (bindings/c, libholdoff.a) through cgo; the module
+// carries it, prebuilt for linux/amd64 and linux/arm64 (internal/lib), with its header
+// (holdoff.h), so building needs a C compiler but no Rust toolchain. It holds no
 // breaker or budget logic of its own: it converts types (time.Duration everywhere), maps
 // errors (errors.Is with ErrBreakerOpen, ErrInvalidConfig, ...), and runs the core's retry
 // loop of one call (holdoff_execution) in Policy.Do and Policy.DoHTTP: each attempt with its
@@ -31,8 +33,9 @@
 package holdoff
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../c/include
-#cgo LDFLAGS: -L${SRCDIR}/../../target/release -l:libholdoff.a -lm -ldl -lpthread
+#cgo linux,amd64 LDFLAGS: ${SRCDIR}/internal/lib/linux_amd64/libholdoff.a
+#cgo linux,arm64 LDFLAGS: ${SRCDIR}/internal/lib/linux_arm64/libholdoff.a
+#cgo LDFLAGS: -lm -ldl -lpthread
 #cgo noescape holdoff_breaker_allow
 #cgo nocallback holdoff_breaker_allow
 #cgo noescape holdoff_breaker_record

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 // TestMain asserts that the tests left no C handle alive: every Close path (and the cleanups

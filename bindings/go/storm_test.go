@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 // A deadline storm, on the manual clock (run it under -race). The upstream refuses the first

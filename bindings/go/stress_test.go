@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	holdoff "example.invalid/holdoff/go"
+	holdoff "holdoff.dev/go"
 )
 
 // The stress tests, run under -race by run.sh. Each has a deadline: a deadlock fails
