@@ -7,6 +7,8 @@
 #                       (an execute case once per helper flavour)
 #   run.sh leak         the leak loops of tests/test_leak.py at full size (a million objects);
 #                       `test` runs them at a tenth of the size
+#   run.sh dist         the wheels (abi3, manylinux x86_64 and aarch64) and the sdist, into
+#                       dist/python/ (make dist-python)
 # Needs python3 with venv (scripts/install-deps python). The cargo build goes to the shared
 # target dir, the venvs live beside it.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" python
@@ -99,6 +101,58 @@ cmd_leak() {
   install_pkg "$VENV"
   cd "$HERE"
   HOLDOFF_LEAK=full "${PYTEST[@]}" tests/test_leak.py
+}
+
+# The artifacts users install, into dist/python/ (make dist-python): one abi3 wheel (CPython
+# 3.9+) per platform, manylinux2014 x86_64 and aarch64, and the sdist (building it needs Rust;
+# backend/holdoff_backend.py stops at once without it). maturin builds both wheels with zig
+# (PyPI's ziglang) as the linker against glibc 2.17, so that an index accepts the manylinux tags;
+# auditwheel checks each tag. The pinned tools live in a venv beside the shared target dir; the
+# builds go to CARGO_TARGET_DIR/<target>/release. scripts/dist-check/python.sh tests the result.
+cmd_dist() {
+  local DIST="$ROOT/dist/python" TOOLS="$CARGO_TARGET_DIR/py-dist-venv" have pin arch wheel out
+  local PINS=(maturin==1.16.0 ziglang==0.17.1 auditwheel==6.8.2) TARGETS=(x86_64 aarch64)
+
+  have="$("$TOOLS/bin/python" -m pip freeze 2>/dev/null || true)"
+  for pin in "${PINS[@]}"; do
+    if ! grep -qx "$pin" <<<"$have"; then
+      log "tools venv at $TOOLS: ${PINS[*]}"
+      rm -rf "$TOOLS"
+      "$PY" -m venv "$TOOLS"
+      "$TOOLS/bin/python" -m pip install -q "${PINS[@]}"
+      break
+    fi
+  done
+  export PATH="$TOOLS/bin:$PATH"
+  for arch in "${TARGETS[@]}"; do
+    rustup target list --installed 2>/dev/null | grep -qx "$arch-unknown-linux-gnu" \
+      || rustup target add "$arch-unknown-linux-gnu"
+  done
+
+  rm -rf "$DIST"
+  mkdir -p "$DIST"
+  cd "$HERE"
+  for arch in "${TARGETS[@]}"; do
+    log "wheel for $arch (maturin --zig, manylinux2014, release)"
+    maturin build --quiet --release --strip --zig --target "$arch-unknown-linux-gnu" \
+      --compatibility manylinux2014 --interpreter "$TOOLS/bin/python" --out "$DIST"
+  done
+  log "sdist"
+  temp out
+  maturin sdist --out "$DIST" >"$out" 2>&1 || { cat "$out" >&2; exit 1; }
+
+  # Each wheel: abi3 for CPython 3.9+, and manylinux_2_17 for its platform in auditwheel's eyes.
+  for arch in "${TARGETS[@]}"; do
+    wheel=("$DIST"/holdoff-*-cp39-abi3-manylinux2014_"$arch".manylinux_2_17_"$arch".whl)
+    [ -f "${wheel[0]}" ] || { log "no abi3 manylinux wheel for $arch in $DIST"; ls "$DIST" >&2; exit 1; }
+    if ! auditwheel show "${wheel[0]}" | tr -s ' \n' ' ' \
+      | grep -q "consistent with the following platform tag: \"manylinux_2_17_$arch\""; then
+      auditwheel show "${wheel[0]}" >&2
+      log "auditwheel: ${wheel[0]##*/} is not manylinux_2_17_$arch"
+      exit 1
+    fi
+  done
+  ls -l "$DIST" | awk 'NR > 1 {printf "%8.0f KiB  %s\n", $5 / 1024, $9}'
 }
 
 run_mode "$@"
