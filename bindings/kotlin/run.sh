@@ -6,6 +6,8 @@
 #   bash bindings/kotlin/run.sh conformance  the conformance runner only
 #   bash bindings/kotlin/run.sh bench        allow+record from Kotlin in a warmed loop (release
 #                                            library; bench/kotlin/run.sh calls it)
+#   bash bindings/kotlin/run.sh dist         the jar into dist/maven/, a Maven file repository
+#                                            (make dist-kotlin; scripts/dist-check/kotlin.sh)
 #
 # Needs a JDK and Maven (scripts/install-deps kotlin). Maven's local repository is
 # $HOLDOFF_M2_REPO (default ~/.m2/repository), so a second run downloads nothing.
@@ -36,11 +38,13 @@ generate() {
     --out-dir "$out" --no-format --metadata-no-deps)
 }
 
+# prepare() has built the library and generated the Kotlin: Maven's own cargo steps (the ones a
+# plain `mvn install` runs) are skipped.
 mvn_test() {
   # Kotlin compiles every source each time; stale classes from an earlier layout must not linger.
   rm -rf "$HERE/target/classes" "$HERE/target/test-classes" "$HERE/target/surefire-reports"
   (cd "$HERE" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -q -Dstyle.color=never -Dmaven.repo.local="$m2_repo" \
-    -Dholdoff.native.dir="$native_dir" -Dholdoff.cases.dir="$ROOT/conformance" "$@" test)
+    -Dholdoff.cargo.skip=true -Dholdoff.native.dir="$native_dir" -Dholdoff.cases.dir="$ROOT/conformance" "$@" test)
 }
 
 # Counts from a Surefire XML report: "tests failures errors skipped".
@@ -101,6 +105,25 @@ cmd_bench() {
   prepare release
   mvn_test -Dholdoff.groups=bench -Dholdoff.excludedGroups= -Dtest=BenchTest \
     -Dholdoff.argLine="-Xmx512m -XX:+UseParallelGC"
+}
+
+# make dist-kotlin: dist/maven/, a Maven file repository holding dev.holdoff:holdoff, built by
+# Maven alone from the sources (cargo, uniffi-bindgen, kotlinc; tests skipped: `test` runs them).
+# The jar carries the release library for this machine and, when Debian's gcc-aarch64-linux-gnu
+# is installed, one cross-built for linux-aarch64.
+cmd_dist() {
+  local out="$ROOT/dist/maven" profiles=() jar
+  if command -v aarch64-linux-gnu-gcc >/dev/null && [ "$(uname -m)" = x86_64 ]; then
+    profiles=(-Paarch64)
+  else
+    log "no aarch64-linux-gnu-gcc: the jar carries the $(uname -m) library only"
+  fi
+  (cd "$HERE" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -q -Dstyle.color=never \
+    -Dmaven.repo.local="$m2_repo" "${profiles[@]}" -Dmaven.test.skip=true \
+    -DaltDeploymentRepository="holdoff-dist::file://$out" clean deploy)
+  jar="$(ls "$out"/dev/holdoff/holdoff/*/holdoff-*.jar | grep -v -- '-sources' | tail -n 1)"
+  log "${jar#"$ROOT"/}: $(du -k "$jar" | cut -f1) KB"
+  unzip -l "$jar" | awk '/libholdoff_uniffi/ {printf "  %s (%d KB)\n", $4, $1 / 1024}' >&2
 }
 
 run_mode "$@"

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The Rust crates as users get them.
+#
+#   bash scripts/dist-check/rust.sh        after `make dist-rust` (dist/rust/*.crate)
+#
+# 1. `cargo publish --dry-run` of holdoff, holdoff-tokio and holdoff-cli together (each packaged,
+#    then built from its package against the others' packages, as crates.io would).
+# 2. In a fresh directory outside the checkout, the three .crate files of dist/rust unpacked and
+#    used as path dependencies (the packaged manifests name holdoff by version, so a
+#    [patch.crates-io] points it at the unpacked crate): a smoke program over holdoff and
+#    holdoff-tokio (a breaker trips and refuses, in both), then the packaged CLI replays a
+#    bundled scenario.
+# Builds share $CARGO_TARGET_DIR (default <repo>/target), so registry dependencies build once.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+DIST="$ROOT/dist/rust"
+VERSION="$(sed -nE 's/^version = "([^"]+)"/\1/p' "$ROOT/Cargo.toml" | head -n1)"
+log() { echo "[dist-check rust] $*" >&2; }
+
+log "cargo publish --dry-run: holdoff, holdoff-tokio, holdoff-cli"
+(cd "$ROOT" && cargo publish --dry-run --allow-dirty --quiet -p holdoff -p holdoff-tokio -p holdoff-cli)
+
+for crate in holdoff holdoff-tokio holdoff-cli; do
+  [ -f "$DIST/$crate-$VERSION.crate" ] || { log "missing $DIST/$crate-$VERSION.crate: run make dist-rust"; exit 1; }
+done
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/holdoff-dist-rust-XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+for crate in holdoff holdoff-tokio holdoff-cli; do tar xzf "$DIST/$crate-$VERSION.crate"; done
+
+mkdir -p app/src
+cat >Cargo.toml <<TOML
+[workspace]
+resolver = "2"
+members = ["app", "holdoff-cli-$VERSION"]
+
+[patch.crates-io]
+holdoff = { path = "holdoff-$VERSION" }
+TOML
+cat >app/Cargo.toml <<TOML
+[package]
+name = "app"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+holdoff = { path = "../holdoff-$VERSION" }
+holdoff-tokio = { path = "../holdoff-tokio-$VERSION" }
+tokio = { version = "1", features = ["rt", "macros", "time"] }
+TOML
+cat >app/src/main.rs <<'RS'
+use std::sync::Arc;
+use std::time::Duration;
+
+use holdoff::{Breaker, BreakerConfig, ManualClock, Outcome};
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    // The core: five failures trip the default breaker, which then refuses for 30 s.
+    let clock = ManualClock::new();
+    let breaker = Breaker::new(BreakerConfig::default(), Arc::new(clock.clone())).unwrap();
+    for _ in 0..5 {
+        let permit = breaker.allow().unwrap();
+        breaker.record(permit, Outcome::Failure).unwrap();
+    }
+    let refused = breaker.allow().unwrap_err();
+    assert_eq!(refused.retry_after, Some(Duration::from_secs(30)));
+
+    // holdoff-tokio: the same breaker refuses a call without running it.
+    let ran = std::cell::Cell::new(false);
+    let result: Result<(), holdoff_tokio::Error<()>> =
+        holdoff_tokio::call(&breaker, async { ran.set(true); Ok(()) }, |_| Outcome::Success).await;
+    let err = result.unwrap_err();
+    assert!(err.is_upstream_unavailable() && !ran.get());
+    println!("smoke: breaker tripped and refused ({})", err.name());
+}
+RS
+
+log "smoke program over the unpacked holdoff and holdoff-tokio crates in $WORK"
+cargo run --quiet -p app
+log "the unpacked holdoff-cli replays scenarios/blocked-provider.toml"
+cargo run --quiet -p holdoff-cli -- simulate "$ROOT/scenarios/blocked-provider.toml" | tail -n 3
+log "ok: $(cd "$DIST" && ls -s --block-size=K -- *.crate | paste -sd ' ')"
