@@ -72,3 +72,45 @@ demo:
 ## docs/performance.md.
 bench:
 	@bash bench/run
+
+## dist: every language's installable artifacts under dist/ (make dist-<lang> for one).
+.PHONY: dist
+dist: dist-c dist-go dist-python dist-rust dist-kotlin
+
+## dist-c: dist/c/holdoff-<version>-<target>.tar.gz for this machine (and aarch64 when Debian's
+## gcc-aarch64-linux-gnu is installed): header, stripped static and shared libraries (with a
+## soname), pkg-config file. install: the same files under $(DESTDIR)$(PREFIX).
+PREFIX ?= /usr/local
+.PHONY: dist-c install
+dist-c:
+	bash bindings/c/run.sh dist
+install:
+	bash bindings/c/run.sh install "$(PREFIX)"
+
+## dist-go: dist/go/, a Go module proxy directory (GOPROXY=file://...) serving holdoff.dev/go
+## with the header and the release static libraries inside the module.
+.PHONY: dist-go
+dist-go: dist-c
+	bash bindings/go/run.sh dist
+
+## dist-python: dist/python/, abi3 wheels (CPython 3.9+) for manylinux2014 x86_64 and aarch64,
+## built with maturin and zig, and the sdist (which stops at once, saying so, without Rust).
+.PHONY: dist-python
+dist-python:
+	bash bindings/python/run.sh dist
+
+## dist-rust: dist/rust/, the crates holdoff, holdoff-tokio and holdoff-cli as `cargo package`
+## writes them (.crate files; scripts/dist-check/rust.sh runs the publish dry runs and builds them).
+.PHONY: dist-rust
+dist-rust:
+	cargo package --quiet --allow-dirty --no-verify -p holdoff -p holdoff-tokio -p holdoff-cli
+	@mkdir -p dist/rust && v=$$(sed -nE 's/^version = "([^"]+)"/\1/p' Cargo.toml | head -n1) && \
+	  for c in holdoff holdoff-tokio holdoff-cli; do cp "$(CARGO_TARGET_DIR)/package/$$c-$$v.crate" dist/rust/; done && \
+	  ls -l dist/rust
+
+## dist-kotlin: dist/maven/, a Maven file repository holding dev.holdoff:holdoff, a jar carrying
+## the native library for linux-x86-64 and linux-aarch64 (cross-built with Debian's
+## gcc-aarch64-linux-gnu).
+.PHONY: dist-kotlin
+dist-kotlin:
+	bash bindings/kotlin/run.sh dist
