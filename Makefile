@@ -75,7 +75,7 @@ bench:
 
 ## dist: every language's installable artifacts under dist/ (make dist-<lang> for one).
 .PHONY: dist
-dist: dist-c dist-go dist-python dist-rust dist-kotlin
+dist: dist-c dist-go dist-python dist-node dist-rust dist-kotlin dist-csharp
 
 ## dist-c: dist/c/holdoff-<version>-<target>.tar.gz for this machine (and aarch64 when Debian's
 ## gcc-aarch64-linux-gnu is installed): header, stripped static and shared libraries (with a
@@ -99,6 +99,14 @@ dist-go: dist-c
 dist-python:
 	bash bindings/python/run.sh dist
 
+## dist-node: dist/node/, `npm pack` tarballs in the napi-rs layout: holdoff (the JavaScript API
+## and the loader, no addon, no install script) and holdoff-linux-{x64,arm64}-gnu and
+## holdoff-linux-x64-musl, each holding its release addon (linked with zig and cargo-zigbuild;
+## the glibc ones against glibc 2.17).
+.PHONY: dist-node
+dist-node:
+	bash bindings/node/run.sh dist
+
 ## dist-rust: dist/rust/, the crates holdoff, holdoff-tokio and holdoff-cli as `cargo package`
 ## writes them (.crate files; scripts/dist-check/rust.sh runs the publish dry runs and builds them).
 .PHONY: dist-rust
@@ -114,3 +122,10 @@ dist-rust:
 .PHONY: dist-kotlin
 dist-kotlin:
 	bash bindings/kotlin/run.sh dist
+
+## dist-csharp: dist/nuget/Holdoff.<version>.nupkg, packed with Debian's nuget: Holdoff.dll
+## (netstandard2.0, built with Mono's mcs) and runtimes/linux-{x64,arm64}/native/libholdoff.so
+## from the C archives (scripts/dist-check/csharp.sh installs it from that folder feed).
+.PHONY: dist-csharp
+dist-csharp: dist-c
+	bash bindings/csharp/run.sh dist
