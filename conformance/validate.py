@@ -11,7 +11,9 @@ JSON Schema cannot express:
   `quota_success`);
 * every op has the part of the configuration it needs (a budget for `decide`, a quota for the
   quota ops, `"policy": true` for `before` / `after`, a breaker for breaker ops, `"group": true`
-  for steps that name a `key` and for `group_snapshot`; `config.group` only in group cases;
+  for steps that name a `key` and for `group_snapshot`; `config.fleet` for `workers`,
+  `worker` and the fleet ops, each `worker` below `workers`, and a fleet case's url
+  `memory://<case id>`; `config.group` only in group cases;
   `"policy": true` for `execute`, whose attempts and waits move the clock).
 
 Usage: python3 conformance/validate.py [CASES_DIR]
@@ -48,6 +50,13 @@ def check_case(case: dict, where: str) -> list[str]:
     leases: set[str] = set()
     if "group" in config and not group:
         problems.append(f"{where}: config.group is only for group cases")
+    workers = case.get("workers", 1 if "fleet" in config else 0)
+    if "workers" in case and "fleet" not in config:
+        problems.append(f"{where}: workers without config.fleet")
+    if "steps" in case and "fleet" in config:
+        url = config["fleet"].get("url")
+        if url != f"memory://{case['id']}":
+            problems.append(f"{where}: a fleet case's url must be memory://{case['id']} (got {url})")
     for i, step in enumerate(case.get("steps", [])):
         op = step["op"]
         here = f"{where} step {i} ({op})"
@@ -79,6 +88,10 @@ def check_case(case: dict, where: str) -> list[str]:
             # Repetitions at fixed times overlap nothing: only the last one's duration counts.
             now += (took + waited) * (1 if "at" in step and every else repeat)
 
+        if "worker" in step and not 0 <= step["worker"] < workers:
+            problems.append(f"{here}: worker {step['worker']} but the case has {workers} workers")
+        if op in {"fleet_sync", "fleet_store"} and not workers:
+            problems.append(f"{here}: the case has no fleet")
         if op in BREAKER_OPS and "breaker" not in config:
             problems.append(f"{here}: the case has no breaker")
         if "key" in step and not group:

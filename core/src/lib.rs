@@ -15,6 +15,9 @@
 //! * [`Policy`] (`policy.rs`): breaker + budget + quota for one upstream.
 //! * [`Execution`] (`execution/`): the retry loop of one logical call over a policy, as a
 //!   state machine; every language's retry helpers are this loop.
+//! * [`fleet`]: one breaker shared by a fleet of workers through a store ([`FleetMember`],
+//!   [`FleetStore`], the in-process [`MemoryStore`]; the Redis store is the `holdoff-fleet`
+//!   crate).
 //! * [`interop`]: for language bindings, not for applications: stable names and codes, the
 //!   neutral configuration format, unit conversions, raw permits and leases.
 //!
@@ -50,6 +53,7 @@ pub mod budget;
 pub mod clock;
 pub mod error;
 pub mod execution;
+pub mod fleet;
 pub mod group;
 pub mod http;
 pub mod interop;
@@ -67,6 +71,7 @@ pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, 
 pub use clock::{Clock, Instant, ManualClock, SystemClock};
 pub use error::{ClockError, ConfigError, HoldoffError, InputError, PermitError};
 pub use execution::{AttemptPlan, Attempted, Execution, ExecutionConfig, GaveUp, Step, Verdict, WaitPlan};
+pub use fleet::{FleetConfig, FleetError, FleetMember, FleetStore, MemoryStore};
 pub use group::{BreakerGroup, GroupSnapshot};
 pub use http::{check_status, Classification, Classifier, ClassifierConfig};
 pub use policy::{Before, Call, Policy};
@@ -88,5 +93,7 @@ mod tests {
         shared::<crate::BreakerGroup>();
         shared::<crate::interop::PermitSlot>();
         shared::<crate::ManualClock>();
+        shared::<crate::FleetMember>();
+        shared::<crate::MemoryStore>();
     }
 }

@@ -1,12 +1,13 @@
 //! Running one case: build it, then each step in order, moving time to each step's `at`.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use holdoff::interop::{Coded, ErrorKind};
 use holdoff::{HoldoffError, Instant};
 use serde_json::{json, Map, Value};
 
-use crate::{check, check_execute, Ctx, Time, R};
+use crate::{check, check_execute, Ctx, FleetBackend, MemoryBackend, Time, R};
 
 /// How a runner runs an `execute` step (`conformance/README.md`, "Execute"): through its
 /// language's retry helpers, on the case's objects and time.
@@ -20,7 +21,16 @@ pub trait Execute<T> {
 /// passes when building fails with that error; any other passes when every step meets its
 /// `expect`. The error names the step, its op, the time and the repetition.
 pub async fn run_case<T: Time>(case: &Value, helpers: &mut impl Execute<T>) -> R<()> {
-    let mut ctx = match (Ctx::<T>::build(case), case.get("expect_error")) {
+    run_case_on(case, helpers, Arc::new(MemoryBackend)).await
+}
+
+/// [`run_case`] with the fleet cases' store on `backend` (see [`FleetBackend`]).
+pub async fn run_case_on<T: Time>(
+    case: &Value,
+    helpers: &mut impl Execute<T>,
+    backend: Arc<dyn FleetBackend>,
+) -> R<()> {
+    let mut ctx = match (Ctx::<T>::build_on(case, backend), case.get("expect_error")) {
         (Ok(_), Some(e)) => return Err(format!("expected configuration error {e}, but it built")),
         (Err(err), Some(e)) => {
             let mut a = Map::new();

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use holdoff::fleet::{FleetMember, FleetStore};
 use holdoff::interop::config::HoldoffConfig;
 use holdoff::interop::{LeaseSlot, PermitSlot};
 use holdoff::{
@@ -13,7 +14,7 @@ use holdoff::{
 };
 use serde_json::{json, Value};
 
-use crate::{Time, R};
+use crate::{FleetBackend, MemoryBackend, Time, R};
 
 /// A case's objects on the time `T`; absent parts of the configuration are not built.
 pub struct Ctx<T> {
@@ -31,12 +32,23 @@ pub struct Ctx<T> {
     pub(crate) calls: HashMap<String, RetryState>,
     pub(crate) policy_calls: HashMap<String, Call>,
     pub(crate) leases: HashMap<String, LeaseSlot>,
+    /// Fleet cases: each worker's link (worker 0's breaker is `breaker`), their shared store,
+    /// and the backend's control of it.
+    pub(crate) members: Vec<FleetMember>,
+    pub(crate) fleet_store: Option<Arc<dyn FleetStore>>,
+    pub(crate) fleet_backend: Arc<dyn FleetBackend>,
 }
 
 impl<T: Time> Ctx<T> {
     /// Builds `case` (its `config`, `clock`, `group` and `policy`) on a fresh `T`; the error is
     /// what the core refused, for an `expect_error` case to compare.
     pub fn build(case: &Value) -> Result<Self, HoldoffError> {
+        Self::build_on(case, Arc::new(MemoryBackend))
+    }
+
+    /// [`Ctx::build`] with the fleet cases' store on `backend`: the url rewritten, the store
+    /// reset, then each of the case's `workers` built and attached.
+    pub fn build_on(case: &Value, backend: Arc<dyn FleetBackend>) -> Result<Self, HoldoffError> {
         let config: HoldoffConfig = serde_json::from_value(case.get("config").cloned().unwrap_or(json!({})))
             .map_err(|e| holdoff::ConfigError {
                 field: "config".into(),
@@ -76,6 +88,32 @@ impl<T: Time> Ctx<T> {
         } else {
             None
         };
+        let mut members = Vec::new();
+        let mut fleet_store = None;
+        if let Some(mut fc) = config.fleet_config(is_group)? {
+            let id = case.get("id").and_then(Value::as_str).unwrap_or("");
+            fc.url = backend.url(id, &fc.url);
+            let setup = |e: String| holdoff::ConfigError {
+                field: "fleet".into(),
+                rule: e,
+            };
+            backend.reset(&fc.url).map_err(setup)?;
+            let store = backend.store(&fc).map_err(setup)?;
+            let workers = case.get("workers").and_then(Value::as_u64).unwrap_or(1);
+            let cfg = config.breaker.clone().unwrap_or_default().to_config()?;
+            for i in 0..workers {
+                let b = match (i, &breaker) {
+                    (0, Some(b)) => Arc::clone(b),
+                    _ => Arc::new(Breaker::new(cfg.clone(), Arc::clone(&clock))?),
+                };
+                let m = FleetMember::attach_as(&b, fc.clone(), format!("w{i}")).map_err(|e| match e {
+                    holdoff::FleetError::Config(c) => c,
+                    other => setup(other.to_string()),
+                })?;
+                members.push(m);
+            }
+            fleet_store = Some(store);
+        }
         Ok(Ctx {
             time,
             clock,
@@ -90,6 +128,9 @@ impl<T: Time> Ctx<T> {
             calls: HashMap::new(),
             policy_calls: HashMap::new(),
             leases: HashMap::new(),
+            members,
+            fleet_store,
+            fleet_backend: backend,
         })
     }
 

@@ -104,13 +104,22 @@ impl Breaker {
 
     /// Releases the lock, then hands the changes it made to the listener: a listener that calls
     /// back into the breaker must find it unlocked.
+    /// A fleet link's waker, if an op was pushed, is called the same way.
     pub(super) fn finish(&self, mut inner: MutexGuard<'_, Inner>) {
+        let wake = inner.fleet_take_wake();
         if inner.pending.is_empty() {
+            drop(inner);
+            if let Some(wake) = wake {
+                wake();
+            }
             return;
         }
         let pending = std::mem::take(&mut inner.pending);
         let listener = inner.listener.clone();
         drop(inner);
+        if let Some(wake) = wake {
+            wake();
+        }
         if let Some(l) = listener {
             for ev in &pending {
                 l(ev);

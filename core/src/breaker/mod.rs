@@ -48,9 +48,11 @@
 //! This file holds the contract and the public types. The breaker's parts, one concept a file:
 //! `word.rs`, the packed state word and the lock-free closed path; `probes.rs`, opening an
 //! episode, admission while open, probe windows and the ramp; `permit.rs`, the permits;
-//! `events.rs`, state changes, their queue and the listener.
+//! `events.rs`, state changes, their queue and the listener; `fleet.rs`, the link to a fleet
+//! (docs/fleet.md), consulted only under the lock.
 
 mod events;
+pub(crate) mod fleet;
 pub(crate) mod permit;
 mod probes;
 mod word;
@@ -233,6 +235,9 @@ pub enum Reason {
     Disabled,
     /// An operator reset the breaker to closed.
     Reset,
+    /// The fleet's shared record is open (another worker tripped or saw a retry-later): this
+    /// breaker opened with it, its first probe time converted from the store's clock.
+    FleetOpened,
 }
 
 /// A side-effect-free view of a breaker.
@@ -285,6 +290,10 @@ struct Inner {
     // open interval's first step (the ramp's pace).
     armed_at: Option<Instant>,
     interval: Duration,
+    // The latest provider's deadline (a retry-later) of this episode; `Instant::ZERO` when none.
+    // A failed probe re-opens with the backoff's next step but never before it: a known
+    // Retry-After is not brought forward (docs/contract.md §3).
+    hold_until: Instant,
     step: u32,
     recoveries: u32,
     probes: Vec<InFlight>,
@@ -299,6 +308,9 @@ struct Inner {
     events_dropped: u64,
     listener: Option<Listener>,
     pending: Vec<StateChange>,
+    // The link to a fleet, when one is attached (breaker/fleet.rs); consulted only under the
+    // lock, never by the closed fast path.
+    fleet: Option<Box<fleet::FleetLink>>,
 }
 
 impl Inner {
@@ -306,6 +318,7 @@ impl Inner {
     /// in flight (their answers are stale from now on) and the trip policy's counts.
     fn start_afresh(&mut self) {
         self.recoveries = 0;
+        self.hold_until = Instant::ZERO;
         self.probes.clear();
         self.window.clear();
     }
@@ -352,6 +365,7 @@ impl Breaker {
                 window_admitted: 0,
                 armed_at: None,
                 interval: config.open_interval.initial,
+                hold_until: Instant::ZERO,
                 step: 0,
                 recoveries: 0,
                 probes: Vec::with_capacity(config.max_probes_in_flight as usize),
@@ -366,6 +380,7 @@ impl Breaker {
                 events_dropped: 0,
                 listener: None,
                 pending: Vec::new(),
+                fleet: None,
             }),
             config,
             clock,
@@ -518,7 +533,8 @@ impl Breaker {
     }
 
     /// Back to closed with fresh counts. Starts a new episode: answers to permits admitted before
-    /// the reset are stale and move nothing.
+    /// the reset are stale and move nothing. On a breaker attached to a fleet, the fleet's open
+    /// record closes too (docs/fleet.md, "Operator controls").
     pub fn reset(&self) {
         self.operator(State::Closed, Reason::Reset);
     }
@@ -530,6 +546,9 @@ impl Breaker {
         let t = now.get();
         inner.start_afresh();
         inner.step = 0;
+        if to == State::Closed {
+            inner.fleet_reset();
+        }
         let change = Transition {
             new_episode: true,
             ..Transition::new(w, to, reason, t)

@@ -42,7 +42,7 @@ impl Inner {
         self.probes.iter().filter(move |p| p.alive(t))
     }
 
-    fn new_window(&mut self, eligible_at: Instant) {
+    pub(super) fn new_window(&mut self, eligible_at: Instant) {
         self.eligible_at = eligible_at;
         self.probe_window = self.probe_window.wrapping_add(1);
         self.window_admitted = 0;
@@ -83,7 +83,9 @@ impl Breaker {
                 if t >= inner.eligible_at
                     && (inner.window_admitted as usize) < max
                     && inner.probes.len() < max
+                    && inner.fleet_may_probe(t)
                 {
+                    inner.fleet_spend_grant(t);
                     let id = inner.next_probe;
                     inner.next_probe = inner.next_probe.wrapping_add(1).max(1);
                     let timeout = self.config.probe_timeout.unwrap_or(inner.interval);
@@ -112,6 +114,7 @@ impl Breaker {
                     })
                 } else {
                     inner.refusals += 1;
+                    inner.fleet_demand();
                     Err(Refusal {
                         retry_after: Some(self.next_probe_in(&inner, t)),
                         state,
@@ -135,7 +138,7 @@ impl Breaker {
                 until = until.max(first);
             }
         }
-        until.saturating_since(t)
+        inner.fleet_wait(t, until.saturating_since(t))
     }
 
     /// A cancelled call. A cancelled probe frees its slot, but the window it was admitted in
@@ -181,8 +184,13 @@ impl Breaker {
                     if until > inner.eligible_at {
                         inner.new_window(until);
                     }
+                    inner.hold_until = inner.hold_until.max(until);
+                    inner.fleet_retry_later(until);
                 }
-                o if o.is_failure() => inner.recoveries = 0,
+                o if o.is_failure() => {
+                    inner.recoveries = 0;
+                    inner.fleet_stale_failure();
+                }
                 _ => {}
             }
             return Effect::Stale;
@@ -191,7 +199,8 @@ impl Breaker {
         match outcome {
             Outcome::Success | Outcome::Answer => {
                 inner.recoveries += 1;
-                if inner.recoveries >= self.config.recoveries {
+                inner.fleet_answer(true, t);
+                if inner.recoveries >= self.config.recoveries && inner.fleet_may_close() {
                     self.close(inner, w, t);
                 } else {
                     self.pace_ramp(inner);
@@ -205,10 +214,14 @@ impl Breaker {
                 inner.probes.clear();
                 let wait = d.min(self.config.max_retry_later);
                 inner.interval = wait;
-                inner.new_window(t.saturating_add(wait));
+                // A deadline already known (a longer Retry-After learned meanwhile) stands.
+                let next = t.saturating_add(wait).max(inner.hold_until);
+                inner.hold_until = next;
+                inner.new_window(next);
+                inner.fleet_answer(false, next);
                 let change = Transition {
                     requested_delay: Some(d),
-                    open_for: Some(wait),
+                    open_for: Some(next.saturating_since(t)),
                     ..Transition::new(w, State::Open, Reason::RetryLater, t)
                 };
                 self.apply(inner, change);
@@ -219,10 +232,13 @@ impl Breaker {
                 let step = inner.step;
                 inner.interval = self.config.open_interval.interval(step, &mut inner.rng);
                 inner.step = step.saturating_add(1);
-                let next = t.saturating_add(inner.interval);
+                // A Retry-After learned meanwhile is never brought forward by a failed probe;
+                // the window this probe re-armed is not a deadline and does not hold it.
+                let next = t.saturating_add(inner.interval).max(inner.hold_until);
                 inner.new_window(next);
+                inner.fleet_answer(false, next);
                 let change = Transition {
-                    open_for: Some(inner.interval),
+                    open_for: Some(next.saturating_since(t)),
                     ..Transition::new(w, State::Open, Reason::ProbeFailed, t)
                 };
                 self.apply(inner, change);
@@ -269,7 +285,11 @@ impl Breaker {
         inner.interval = wait;
         inner.new_window(t.saturating_add(wait));
         inner.start_afresh();
+        if retry_later.is_some() {
+            inner.hold_until = t.saturating_add(wait);
+        }
         inner.opens += 1;
+        inner.fleet_opened(t.saturating_add(wait), retry_later.is_some());
         let change = Transition {
             new_episode: true,
             requested_delay: retry_later,
@@ -281,7 +301,7 @@ impl Breaker {
 
     /// Closes a recovered breaker, in the same episode: answers to its probes still in flight
     /// are stale from now on.
-    fn close(&self, inner: &mut Inner, w: u64, t: Instant) {
+    pub(super) fn close(&self, inner: &mut Inner, w: u64, t: Instant) {
         inner.start_afresh();
         inner.step = 0;
         inner.closes += 1;

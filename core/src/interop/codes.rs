@@ -67,6 +67,7 @@ coded!(Reason {
     ForcedOpen = 5 "forced_open",
     Disabled = 6 "disabled",
     Reset = 7 "reset",
+    FleetOpened = 8 "fleet_opened",
 });
 
 coded!(WaitSource {
@@ -406,8 +407,9 @@ mod tests {
             ]
         );
         assert_eq!(table::<Effect>(), [(0, "counted"), (1, "stale"), (2, "ignored")]);
-        assert_eq!(table::<Reason>().len(), 8);
+        assert_eq!(table::<Reason>().len(), 9);
         assert_eq!(table::<Reason>()[7], (7, "reset"));
+        assert_eq!(table::<Reason>()[8], (8, "fleet_opened"));
         assert_eq!(
             table::<WaitSource>(),
             [(0, "retry_after"), (1, "backoff"), (2, "breaker")]

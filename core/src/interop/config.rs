@@ -13,7 +13,8 @@
 //!                  "recoveries": 3 },
 //!   "budget":    { "max_rate_limit_duration_ms": 1800000, "retry_after_cap_ms": 300000 },
 //!   "quota":     { "capacity": 500 },
-//!   "classifier": { "failure_statuses": [403] } }
+//!   "classifier": { "failure_statuses": [403] },
+//!   "fleet":     { "url": "redis://127.0.0.1:6379/0", "key": "payments-api" } }
 //! ```
 
 use std::time::Duration;
@@ -80,6 +81,81 @@ pub struct HoldoffConfig {
     pub group: Option<GroupSpec>,
     /// The time limits of a call through the retry helpers.
     pub execute: Option<ExecuteSpec>,
+    /// The fleet the breaker (or the policy's breaker) shares: attached by whatever builds it.
+    pub fleet: Option<FleetSpec>,
+}
+
+impl HoldoffConfig {
+    /// The fleet to attach, validated; `None` without a `fleet`. `group` says whether `breaker`
+    /// is a group's template: a fleet with a group is refused (field `fleet`), as groups stay
+    /// local.
+    pub fn fleet_config(&self, group: bool) -> Result<Option<crate::fleet::FleetConfig>, ConfigError> {
+        let Some(spec) = &self.fleet else { return Ok(None) };
+        if group {
+            return Err(ConfigError::new("fleet", "not supported with a group"));
+        }
+        spec.to_config().map(Some)
+    }
+}
+
+/// A fleet (`{"url": "redis://127.0.0.1:6379/0", "key": "payments-api", "refresh_ms": 50,
+/// "fallback_after_ms": 1000, "timeout_ms": 50, "ttl_ms": 3600000}`): `url` and `key` are
+/// required, the durations default as in [`FleetConfig`](crate::fleet::FleetConfig).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FleetSpec {
+    /// The store's url (`memory://`, `redis://`, `rediss://`, `unix://`).
+    pub url: Option<String>,
+    /// The shared record's key.
+    pub key: Option<String>,
+    /// Sync period, ms (default 50).
+    pub refresh_ms: Option<Num>,
+    /// Detach after this long without a successful sync, ms (default 1000).
+    pub fallback_after_ms: Option<Num>,
+    /// Bound on one store round trip, ms (default 50).
+    pub timeout_ms: Option<Num>,
+    /// Expiry of an unused record, ms (default 3 600 000).
+    pub ttl_ms: Option<Num>,
+}
+
+impl FleetSpec {
+    /// The fleet configuration, validated; errors name `fleet.url`, `fleet.key`,
+    /// `fleet.refresh`, `fleet.fallback_after`, `fleet.timeout`, `fleet.ttl`.
+    pub fn to_config(&self) -> Result<crate::fleet::FleetConfig, ConfigError> {
+        let required =
+            |field: &str, v: &Option<String>| v.clone().ok_or_else(|| ConfigError::new(field, "is required"));
+        let mut c = crate::fleet::FleetConfig::new(
+            required("fleet.url", &self.url)?,
+            required("fleet.key", &self.key)?,
+        );
+        if let Some(v) = self.refresh_ms {
+            c.refresh = ms("fleet.refresh", v)?;
+        }
+        if let Some(v) = self.fallback_after_ms {
+            c.fallback_after = ms("fleet.fallback_after", v)?;
+        }
+        if let Some(v) = self.timeout_ms {
+            c.timeout = ms("fleet.timeout", v)?;
+        }
+        if let Some(v) = self.ttl_ms {
+            c.ttl = ms("fleet.ttl", v)?;
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+impl From<&crate::fleet::FleetConfig> for FleetSpec {
+    fn from(c: &crate::fleet::FleetConfig) -> Self {
+        FleetSpec {
+            url: Some(c.url.clone()),
+            key: Some(c.key.clone()),
+            refresh_ms: Some(ms_of(c.refresh)),
+            fallback_after_ms: Some(ms_of(c.fallback_after)),
+            timeout_ms: Some(ms_of(c.timeout)),
+            ttl_ms: Some(ms_of(c.ttl)),
+        }
+    }
 }
 
 /// The time limits of one call (`attempt_timeout_ms`, `total_timeout_ms`): absent takes the
@@ -555,10 +631,49 @@ mod tests {
             total_timeout: None,
         };
         assert_eq!(ExecuteSpec::from(&execute).to_config().unwrap(), execute);
+        let fleet = crate::fleet::FleetConfig::new("unix:///tmp/redis.sock", "payments");
+        assert_eq!(FleetSpec::from(&fleet).to_config().unwrap(), fleet);
         // The shape: milliseconds as numbers, every field present.
         let v = serde_json::to_value(BreakerSpec::from(&BreakerConfig::default())).unwrap();
         assert_eq!(v["open_interval"]["initial_ms"], 30000.0);
         assert_eq!(v["trip"]["policy"], "consecutive");
         assert_eq!(v["probe_timeout_ms"], serde_json::Value::Null);
+    }
+}
+
+#[cfg(test)]
+mod fleet_tests {
+    use super::*;
+
+    fn parse(v: serde_json::Value) -> HoldoffConfig {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn fleet_errors_name_the_field_and_groups_are_refused() {
+        let c = parse(serde_json::json!({"fleet": {"url": "memory://x", "key": "k", "refresh_ms": 20}}));
+        let f = c.fleet_config(false).unwrap().unwrap();
+        assert_eq!(
+            (f.refresh, f.ttl),
+            (Duration::from_millis(20), Duration::from_secs(3600))
+        );
+        assert_eq!(c.fleet_config(true).unwrap_err().field, "fleet");
+        let field = |v: serde_json::Value| {
+            parse(serde_json::json!({ "fleet": v }))
+                .fleet_config(false)
+                .unwrap_err()
+                .field
+        };
+        assert_eq!(field(serde_json::json!({"key": "k"})), "fleet.url");
+        assert_eq!(field(serde_json::json!({"url": "memory://x"})), "fleet.key");
+        assert_eq!(
+            field(serde_json::json!({"url": "memory://x", "key": "k", "refresh_ms": 0})),
+            "fleet.refresh"
+        );
+        assert_eq!(
+            field(serde_json::json!({"url": "memory://x", "key": "k", "ttl_ms": "NaN"})),
+            "fleet.ttl"
+        );
+        assert!(parse(serde_json::json!({})).fleet_config(true).unwrap().is_none());
     }
 }

@@ -12,6 +12,8 @@
 //!   counts (NaN, infinities, negatives and overflow refused, naming the field).
 //! * Permits and quota leases as raw values and shared slots ([`RawPermit`], [`PermitSlot`],
 //!   [`RawLease`], [`LeaseSlot`]), for bindings whose permits are shared objects or C structs.
+//! * [`memory_store_control`]: the conformance runners' control of a `memory://` fleet store
+//!   (`"down"`, `"up"`, `"flush"`), and [`memory_store_reset`] between cases.
 //! * [`drain_events_up_to`]: draining a breaker's events into a caller's fixed-size buffer.
 //! * [`DecisionParts`]: a budget's or policy's decision as flat fields, for bindings that carry
 //!   it as a C struct or a dictionary.
@@ -24,6 +26,7 @@ pub mod config;
 pub mod units;
 
 pub use crate::breaker::permit::{PermitSlot, RawPermit};
+pub use crate::fleet::{memory_store_control, memory_store_reset};
 pub use crate::quota::lease::{take_raw as take_lease, LeaseSlot, RawLease};
 pub use codes::{
     AttemptedKind, BeforeAction, Coded, DecisionKind, ErrorKind, OutcomeKind, StepKind, VerdictKind,

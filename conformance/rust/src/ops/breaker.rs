@@ -13,6 +13,13 @@ use crate::{check, event_json, opt_ms, outcome, Ctx, Time, R};
 impl<T: Time> Ctx<T> {
     /// The breaker a step acts on: the group's for its `key` (asked once), else the case's.
     fn breaker(&self, step: &Value) -> R<Arc<Breaker>> {
+        if let Some(i) = step.get("worker").and_then(Value::as_u64) {
+            return self
+                .members
+                .get(i as usize)
+                .map(|m| Arc::clone(m.breaker()))
+                .ok_or_else(|| format!("no worker {i}"));
+        }
         match step.get("key").and_then(Value::as_str) {
             Some(k) => Ok(self
                 .group

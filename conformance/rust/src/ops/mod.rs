@@ -37,6 +37,8 @@ impl<T: Time> Ctx<T> {
             "quota_success" => self.quota_success(step, expect),
             "before" => self.before(step, expect),
             "after" => self.after(step, expect),
+            "fleet_sync" => self.fleet_sync(step, expect),
+            "fleet_store" => self.fleet_store_step(step, expect),
             other => Err(format!("unknown op {other:?}")),
         }
     }
