@@ -2,7 +2,8 @@
 # The Python binding's entry points (see bindings/python/README.md):
 #   run.sh test         fresh venv, `pip install ./bindings/python` (maturin builds the wheel),
 #                       ruff, pytest (the conformance runner, then every other test),
-#                       mypy.stubtest, mypy --strict (configured in pyproject.toml), sdist check
+#                       mypy.stubtest, mypy --strict (configured in pyproject.toml), sdist check,
+#                       the multi-process fleet test (conformance/fleet/run.py, a real redis-server)
 #   run.sh conformance  reinstall into the venv if needed, run tests/test_conformance.py only
 #                       (an execute case once per helper flavour)
 #   run.sh leak         the leak loops of tests/test_leak.py at full size (a million objects);
@@ -43,7 +44,7 @@ install_pkg() { # venv
 }
 
 cmd_test() {
-  local rc st ty sd cf lint
+  local rc st ty sd cf lint fl
   log "fresh venv at $VENV"
   new_venv "$VENV"
   # requests and httpx: tests/test_client_timeouts.py checks their real timeout classes, the
@@ -64,11 +65,14 @@ cmd_test() {
   "$VENV/bin/ruff" check --no-cache . && "$VENV/bin/ruff" format --check --no-cache . \
     && lint=0 || lint=$?
   sdist_check && sd=0 || sd=$?
+  log "the multi-process fleet test (conformance/fleet/README.md)"
+  "$VENV/bin/python" "$ROOT/conformance/fleet/run.py" python \
+    -- "$VENV/bin/python" "$ROOT/conformance/fleet/worker.py" && fl=0 || fl=$?
   # pytest's report last, so that its tally line ends the output of the tests.
   cat "$VENV/pytest.log"
   if [ "$cf" != 0 ] || [ "$rc" != 0 ] || [ "$st" != 0 ] || [ "$ty" != 0 ] || [ "$lint" != 0 ] \
-    || [ "$sd" != 0 ]; then
-    log "FAILED: conformance=$cf pytest=$rc stubtest=$st mypy=$ty ruff=$lint sdist=$sd"
+    || [ "$sd" != 0 ] || [ "$fl" != 0 ]; then
+    log "FAILED: conformance=$cf pytest=$rc stubtest=$st mypy=$ty ruff=$lint sdist=$sd fleet=$fl"
     exit 1
   fi
 }

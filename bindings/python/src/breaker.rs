@@ -786,12 +786,21 @@ type ListenerCell = Arc<Mutex<Option<Py<PyAny>>>>;
 /// Keyword arguments (durations in seconds, float or timedelta): `trip` (a trip policy, default
 /// `ConsecutiveFailures(5)`), `open_interval` (a `Backoff`, default 30 s doubling to 300 s),
 /// `recoveries` (3), `max_probes_in_flight` (1), `probe_timeout` (None: the open interval),
-/// `max_retry_later` (300 s), `seed` (0), `clock` (a `ManualClock`/`SystemClock`).
+/// `max_retry_later` (300 s), `seed` (0), `clock` (a `ManualClock`/`SystemClock`), `fleet` (a
+/// `FleetConfig` or a dict of its options: the breaker shares its open episodes, probes and
+/// recoveries with every breaker of the same fleet key; see `FleetConfig`).
 /// Raises `InvalidConfigError`/`ConfigTypeError` naming the field.
+///
+/// With a fleet the breaker owns it: `close()` (or `with breaker:`, or freeing the breaker)
+/// stops its background threads and closes its connections.
 #[pyclass(frozen, weakref, module = "holdoff._holdoff")]
 pub struct Breaker {
     pub(crate) inner: Arc<hc::Breaker>,
     listener: ListenerCell,
+    // The fleet this breaker shares, owned: closed by `close()`, and at the latest when the
+    // breaker is freed (see `Drop`).
+    fleet: Option<holdoff_fleet::Fleet>,
+    fleet_config: Option<hc::fleet::FleetConfig>,
 }
 
 impl Breaker {
@@ -799,6 +808,18 @@ impl Breaker {
         Breaker {
             inner,
             listener: Arc::new(Mutex::new(None)),
+            fleet: None,
+            fleet_config: None,
+        }
+    }
+}
+
+impl Drop for Breaker {
+    fn drop(&mut self) {
+        // Joining the fleet's threads with the GIL held would deadlock with a thread waiting
+        // for it to run a state-change callback: close with the GIL released.
+        if let Some(f) = &self.fleet {
+            Python::attach(|py| crate::fleet::close(py, f));
         }
     }
 }
@@ -808,7 +829,7 @@ impl Breaker {
     #[new]
     #[pyo3(signature = (*, trip = None, open_interval = None, recoveries = None,
                         max_probes_in_flight = None, probe_timeout = None,
-                        max_retry_later = None, seed = None, clock = None))]
+                        max_retry_later = None, seed = None, clock = None, fleet = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -820,6 +841,7 @@ impl Breaker {
         max_retry_later: Option<&Bound<'_, PyAny>>,
         seed: Option<&Bound<'_, PyAny>>,
         clock: Option<&Bound<'_, PyAny>>,
+        fleet: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = breaker_config(
             trip,
@@ -831,9 +853,69 @@ impl Breaker {
             seed,
             py,
         )?;
+        let fleet_config = crate::fleet::fleet_arg(fleet)?;
         let clock = clock_arg(clock)?;
-        let inner = hc::Breaker::new(config, clock).map_err(|e| convert::config_error(py, e))?;
-        Ok(Breaker::wrap(Arc::new(inner)))
+        let inner = Arc::new(hc::Breaker::new(config, clock).map_err(|e| convert::config_error(py, e))?);
+        let fleet = fleet_config
+            .as_ref()
+            .map(|f| crate::fleet::attach(py, &inner, f))
+            .transpose()?;
+        Ok(Breaker {
+            inner,
+            listener: Arc::new(Mutex::new(None)),
+            fleet,
+            fleet_config,
+        })
+    }
+
+    /// One tick of the breaker's fleet now, as its background thread does (with `memory://`
+    /// there is none: this is the only tick): send what the breaker has for the fleet, one
+    /// exchange with the store (bounded by the fleet's `timeout`), apply the shared record.
+    /// Returns a `FleetSync`; a store that fails shows in it (`ok=False`, `error`), never as an
+    /// exception. Raises `FleetError` when the breaker has no fleet or it was closed. Meant for
+    /// tests and conformance runners: a Redis fleet syncs by itself.
+    fn sync_fleet(&self, py: Python<'_>) -> PyResult<crate::fleet::FleetSync> {
+        let Some(f) = &self.fleet else {
+            return Err(crate::fleet::fleet_error(
+                py,
+                "this breaker has no fleet".to_owned(),
+            ));
+        };
+        crate::fleet::sync(py, f)
+    }
+
+    /// The fleet configuration the breaker was built with, else `None`.
+    #[getter]
+    fn fleet(&self) -> Option<crate::fleet::FleetConfig> {
+        self.fleet_config
+            .clone()
+            .map(|inner| crate::fleet::FleetConfig { inner })
+    }
+
+    /// Whether the breaker follows its fleet now: `False` without a fleet, after `close()`,
+    /// and while detached (no successful sync for the fleet's `fallback_after`).
+    #[getter]
+    fn fleet_attached(&self) -> bool {
+        self.fleet.as_ref().is_some_and(|f| f.is_attached())
+    }
+
+    /// Closes the breaker's fleet: its background threads stopped and joined, its connections
+    /// closed; the breaker goes on as a purely local breaker. Idempotent; nothing to do without
+    /// a fleet. Freeing the breaker does the same.
+    fn close(&self, py: Python<'_>) {
+        if let Some(f) = &self.fleet {
+            crate::fleet::close(py, f);
+        }
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Closes the fleet (`close()`); exceptions propagate.
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) {
+        self.close(py);
     }
 
     /// Asks to make a call: returns a `Permit`, or raises `BreakerOpenError` (with `retry_after`
@@ -1004,7 +1086,8 @@ impl GroupSnapshot {
 /// counted); when none is idle it gets an overflow breaker the group does not keep, so no call
 /// fails because the group is full. `get` (and `group[key]`) marks a key used; `peek` does not.
 /// Ask the group for the breaker of each call rather than keeping one: a kept breaker may be
-/// evicted while idle, and the next `get` of its key makes a fresh one.
+/// evicted while idle, and the next `get` of its key makes a fresh one. Groups stay local: a
+/// `fleet` is refused (`InvalidConfigError` naming `fleet`).
 #[pyclass(frozen, module = "holdoff._holdoff", mapping)]
 pub struct BreakerGroup {
     inner: hc::BreakerGroup,
@@ -1089,7 +1172,8 @@ impl BreakerGroup {
     #[new]
     #[pyo3(signature = (*, trip = None, open_interval = None, recoveries = None,
                         max_probes_in_flight = None, probe_timeout = None,
-                        max_retry_later = None, seed = None, max_keys = None, clock = None))]
+                        max_retry_later = None, seed = None, max_keys = None, clock = None,
+                        fleet = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1102,6 +1186,7 @@ impl BreakerGroup {
         seed: Option<&Bound<'_, PyAny>>,
         max_keys: Option<&Bound<'_, PyAny>>,
         clock: Option<&Bound<'_, PyAny>>,
+        fleet: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let config = breaker_config(
             trip,
@@ -1113,6 +1198,11 @@ impl BreakerGroup {
             seed,
             py,
         )?;
+        // Accepted so that a group refuses a fleet as every language does (groups stay local),
+        // after the fleet's own checks.
+        if crate::fleet::fleet_arg(fleet)?.is_some() {
+            return Err(crate::fleet::refused(py, "fleet", "not supported with a group"));
+        }
         let max_keys = match max_keys.filter(|o| !o.is_none()) {
             // Out-of-range ints saturate (negative to 0), so the core refuses them by its rule.
             Some(v) => {

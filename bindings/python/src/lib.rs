@@ -4,7 +4,8 @@
 //! the core's `units` rules, maps the core's errors to the exceptions of `holdoff._errors`, and
 //! offers Python shapes. No breaker or budget logic lives here; the helpers (decorators, context
 //! managers, `call`) are Python code stepping the core's retry loop, `Execution`.
-//! Nothing releases the GIL: every operation takes nanoseconds.
+//! Nothing releases the GIL (every operation takes nanoseconds) but the fleet's tick and close,
+//! which may wait on its background thread.
 
 use pyo3::prelude::*;
 
@@ -13,6 +14,7 @@ mod budget;
 mod clock;
 mod convert;
 mod execution;
+mod fleet;
 mod http;
 mod policy;
 
@@ -31,6 +33,9 @@ fn _holdoff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<breaker::Breaker>()?;
     m.add_class::<breaker::BreakerGroup>()?;
     m.add_class::<breaker::GroupSnapshot>()?;
+    m.add_class::<fleet::FleetConfig>()?;
+    m.add_class::<fleet::FleetRecord>()?;
+    m.add_class::<fleet::FleetSync>()?;
     m.add_class::<budget::RetryState>()?;
     m.add_class::<budget::Decision>()?;
     m.add_class::<budget::RetryBudget>()?;
@@ -50,6 +55,8 @@ fn _holdoff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("DEFAULT_TOTAL_TIMEOUT", execution::default_total_timeout())?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::hint_from_headers, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::memory_store_control, m)?)?;
+    m.add_function(wrap_pyfunction!(fleet::memory_store_reset, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

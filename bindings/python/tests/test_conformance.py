@@ -10,6 +10,11 @@ The case's neutral configuration (integer milliseconds) is turned into the Pytho
 them under the field that holds the backoff (``breaker.open_interval``, ``budget.backoff``), as
 ``core/src/interop/config.rs`` does.
 
+A fleet case (``"workers": N``) builds N workers from its config on the one manual clock, each
+attached to the case's ``memory://<case id>`` store (reset before the case); a step's ``worker``
+picks whose objects it uses, ``fleet_sync`` ticks them (``Breaker.sync_fleet``) and
+``fleet_store`` drives the store (``holdoff.memory_store_control``).
+
 ``HOLDOFF_CASES=substring`` runs only the cases whose id contains it.
 """
 
@@ -28,7 +33,7 @@ import holdoff
 from conformance_execute import CaseFailedError, check_execute, flavours, ms, run_execute
 from conformance_execute import outcome_of as outcome
 
-SUITE_VERSION = 2
+SUITE_VERSION = 3
 
 HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("HOLDOFF_CONFORMANCE_DIR", HERE.parents[2] / "conformance"))
@@ -206,29 +211,42 @@ def breaker_kwargs(spec: dict[str, Any], clock: holdoff.ManualClock) -> dict[str
     return kw
 
 
-class Ctx:
-    def __init__(self, case: dict[str, Any], flavour: str | None = None) -> None:
+def fleet_options(spec: dict[str, Any]) -> dict[str, Any]:
+    """A neutral `fleet` (integer ms) as the Python option: a dict of FleetConfig's names in
+    float seconds (an absent url or key stays absent, for the binding to refuse)."""
+    opts: dict[str, Any] = {k: spec[k] for k in ("url", "key") if k in spec}
+    for name in ("refresh", "fallback_after", "timeout", "ttl"):
+        if f"{name}_ms" in spec:
+            opts[name] = secs(spec[f"{name}_ms"])
+    return opts
+
+
+class Worker:
+    """One worker's objects, built from the case's config (a fleet case builds several, all on
+    the one clock and attached to the one fleet)."""
+
+    def __init__(self, case: dict[str, Any], clock: holdoff.ManualClock) -> None:
         config = case.get("config", {})
-        self.flavour = flavour
-        self.execute_config: dict[str, Any] = config.get("execute", {})
-        origin = case.get("clock", {}).get("wall_origin_unix_ms", 0)
-        self.clock = holdoff.ManualClock(wall_origin=origin / 1000)
         self.breaker: holdoff.Breaker | None = None
         self.group: holdoff.BreakerGroup | None = None
+        # The breaker's options without the fleet: a `record_foreign` breaker shares no fleet.
         self.breaker_kwargs: dict[str, Any] | None = None
+        fleet: dict[str, Any] = {}
+        if "fleet" in config:
+            fleet["fleet"] = fleet_options(config["fleet"])
         if "breaker" in config:
-            self.breaker_kwargs = breaker_kwargs(config["breaker"], self.clock)
+            self.breaker_kwargs = breaker_kwargs(config["breaker"], clock)
             if case.get("group"):
                 gkw: dict[str, Any] = {}
                 if "max_keys" in config.get("group", {}):
                     gkw["max_keys"] = config["group"]["max_keys"]
-                self.group = holdoff.BreakerGroup(**self.breaker_kwargs, **gkw)
+                self.group = holdoff.BreakerGroup(**self.breaker_kwargs, **gkw, **fleet)
             else:
-                self.breaker = holdoff.Breaker(**self.breaker_kwargs)
+                self.breaker = holdoff.Breaker(**self.breaker_kwargs, **fleet)
         self.budget: holdoff.RetryBudget | None = None
         if "budget" in config:
             spec = config["budget"]
-            kw: dict[str, Any] = {"clock": self.clock}
+            kw: dict[str, Any] = {"clock": clock}
             for key, name in (
                 ("max_rate_limit_duration_ms", "max_rate_limit_duration"),
                 ("retry_after_cap_ms", "retry_after_cap"),
@@ -245,9 +263,8 @@ class Ctx:
                 )
             self.budget = holdoff.RetryBudget(**kw)
         self.quota: holdoff.RetryQuota | None = None
-        self.quota_config: dict[str, Any] = config.get("quota", {})
         if "quota" in config:
-            self.quota = holdoff.RetryQuota(**self.quota_config)
+            self.quota = holdoff.RetryQuota(**config["quota"])
         ckw: dict[str, Any] = {}
         cspec = config.get("classifier", {})
         for key in ("failure_statuses", "answer_statuses", "retry_after_statuses"):
@@ -260,12 +277,73 @@ class Ctx:
         if case.get("policy"):
             assert self.breaker is not None and self.budget is not None, "a policy case needs both"
             self.policy = holdoff.Policy(self.breaker, self.budget, self.quota, self.classifier)
+
+
+class Ctx:
+    def __init__(self, case: dict[str, Any], flavour: str | None = None) -> None:
+        config = case.get("config", {})
+        self.flavour = flavour
+        self.execute_config: dict[str, Any] = config.get("execute", {})
+        origin = case.get("clock", {}).get("wall_origin_unix_ms", 0)
+        self.clock = holdoff.ManualClock(wall_origin=origin / 1000)
+        self.quota_config: dict[str, Any] = config.get("quota", {})
+        # A fleet case's store starts empty and up (a case may run once per flavour).
+        self.store: str | None = None
+        url = config.get("fleet", {}).get("url")
+        if isinstance(url, str) and url.startswith("memory://"):
+            self.store = url[len("memory://") :]
+            holdoff.memory_store_reset(self.store)
+        self.workers: list[Worker] = []
+        try:
+            for _ in range(case.get("workers", 1)):
+                self.workers.append(Worker(case, self.clock))
+        except BaseException:
+            self.close()
+            raise
+        self.use(0)
         # Each permit with the breaker object that admitted it: it is recorded there, as user
-        # code does (a group's key may have been evicted or overflowed since).
+        # code does (a group's key may have been evicted or overflowed since). Names are shared
+        # by the workers.
         self.permits: dict[str, tuple[holdoff.Permit, holdoff.Breaker]] = {}
         self.calls: dict[str, holdoff.RetryState] = {}
         self.policy_calls: dict[str, holdoff.PolicyCall] = {}
         self.leases: dict[str, holdoff.QuotaLease] = {}
+
+    def use(self, i: int) -> None:
+        """Makes worker `i`'s objects the ones the steps use."""
+        if not 0 <= i < len(self.workers):
+            raise CaseFailedError(f"no worker {i}")
+        w = self.workers[i]
+        self.breaker, self.group, self.breaker_kwargs = w.breaker, w.group, w.breaker_kwargs
+        self.budget, self.quota, self.policy = w.budget, w.quota, w.policy
+        self.classifier = w.classifier
+
+    def close(self) -> None:
+        """Closes every worker's fleet."""
+        for w in self.workers:
+            if w.breaker is not None:
+                w.breaker.close()
+
+    def fleet_sync(self, step: dict[str, Any], expect: dict[str, Any] | None) -> None:
+        which = [step["worker"]] if "worker" in step else range(len(self.workers))
+        for i in which:
+            self.use(i)
+            if self.breaker is None:
+                raise CaseFailedError("the case has no breaker")
+            r = self.breaker.sync_fleet()
+            rec = r.record
+            a = {
+                "ok": r.ok,
+                "attached": r.attached,
+                "granted": r.granted,
+                "fleet_state": None if rec is None else rec.state,
+                "fleet_episode": None if rec is None else rec.episode,
+                "fleet_recoveries": None if rec is None else rec.recoveries,
+            }
+            try:
+                check(expect, a, list(a))
+            except CaseFailedError as e:
+                raise CaseFailedError(f"worker {i}: {e}") from None
 
     def breaker_for(self, step: dict[str, Any]) -> holdoff.Breaker:
         """The step's breaker; a step naming a `key` asks the group once."""
@@ -302,6 +380,7 @@ class Ctx:
         op = step["op"]
         expect = step.get("expect")
         a: dict[str, Any] = {}
+        self.use(step.get("worker", 0))
         call_name = step.get("call", "default")
         if op == "allow":
             self.allow(step, a)
@@ -495,6 +574,13 @@ class Ctx:
                     "outcome",
                 ],
             )
+        elif op == "fleet_sync":
+            self.fleet_sync(step, expect)
+        elif op == "fleet_store":
+            if self.store is None:
+                raise CaseFailedError("the case has no memory:// fleet")
+            holdoff.memory_store_control(self.store, step["action"])
+            check(expect, a, [])
         elif op == "execute":
             if self.policy is None or self.flavour is None:
                 raise CaseFailedError("execute needs a policy and a flavour")
@@ -514,8 +600,15 @@ def run_case(case: dict[str, Any], flavour: str | None = None) -> None:
         a = {"error": error_name(e), "field": getattr(e, "field", None)}
         check(expect_error, a, ["error", "field"])
         return
-    if expect_error is not None:
-        raise CaseFailedError(f"expected configuration error {expect_error!r}, but it built")
+    try:
+        if expect_error is not None:
+            raise CaseFailedError(f"expected configuration error {expect_error!r}, but it built")
+        run_steps(ctx, case)
+    finally:
+        ctx.close()
+
+
+def run_steps(ctx: Ctx, case: dict[str, Any]) -> None:
     for i, step in enumerate(case["steps"]):
         repeat = step.get("repeat", 1)
         every = step.get("every_ms", 0)

@@ -370,6 +370,7 @@ def test_exceptions_pickle() -> None:
         holdoff.InvalidConfigError("breaker.recoveries", "must be between 1 and 1000"),
         holdoff.PermitError("foreign_permit"),
         holdoff.QuotaEmptyError(3, 5),
+        holdoff.FleetError("this breaker has no fleet"),
     ):
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and str(back) == str(e) and back.code == e.code
@@ -420,7 +421,7 @@ def test_every_exception_name_ends_in_error() -> None:
     errors = sorted(
         c.__name__ for c in classes if isinstance(c, type) and issubclass(c, BaseException)
     )
-    assert len(errors) == 14 and all(n.endswith("Error") for n in errors), errors
+    assert len(errors) == 15 and all(n.endswith("Error") for n in errors), errors
 
 
 def test_the_errors_that_name_a_field_share_one_base() -> None:

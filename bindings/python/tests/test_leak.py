@@ -3,8 +3,8 @@
 Each test warms up on a tenth of its loop (allocator pools, pyo3's free lists, the interpreter's
 caches), measures, runs the rest (the measured iterations, n), collects, and measures again.
 `run.sh test` runs the loops at a tenth of their full size (n = 90 000 for the calls loop, 9 000
-for the policies loop, 45 000 for the helpers loop); `run.sh leak` (HOLDOFF_LEAK=full) at full
-size (900 000, 90 000 and 450 000).
+for the policies loop, 45 000 for the helpers loop, 4 500 for the fleet loop); `run.sh leak`
+(HOLDOFF_LEAK=full) at full size (900 000, 90 000, 450 000 and 45 000).
 
 Three measures, each allowed to grow by a small fixed floor (allocator noise) plus a per-iteration
 allowance, so that the bound scales with n and a leak of one object an iteration fails at both
@@ -255,3 +255,26 @@ def test_helper_calls_leave_memory_flat() -> None:
     churn(warmup, total)
     assert_flat(before, settled(), total - warmup, "helper calls")
     assert policy.breaker.snapshot().probes_in_flight == 0
+
+
+def test_fleet_breakers_leave_memory_flat() -> None:
+    """Breakers attached to an in-memory fleet: each trips (an op for the store), syncs (the
+    record, the report) and is closed, or only dropped (its fleet closed when it is freed)."""
+    total, warmup = sizes(50_000)
+    clock = holdoff.ManualClock()
+    holdoff.memory_store_reset("python-leak")
+    fleet: holdoff.FleetOptions = {"url": "memory://python-leak", "key": "upstream"}
+
+    def churn(start: int, stop: int) -> None:
+        for i in range(start, stop):
+            b = holdoff.Breaker(trip=holdoff.ConsecutiveFailures(1), clock=clock, fleet=fleet)
+            b.record(b.allow(), Outcome.FAILURE)
+            r = b.sync_fleet()
+            assert r.ok and r.record is not None and r.record.state == "open"
+            if i & 1:
+                b.close()
+
+    churn(0, warmup)
+    before = settled()
+    churn(warmup, total)
+    assert_flat(before, settled(), total - warmup, "fleet breakers")

@@ -171,3 +171,28 @@ def test_typed_names_and_callbacks() -> None:
     if TYPE_CHECKING:  # checked, never run
         breaker.on_state_change(by_count)  # type: ignore[arg-type]
         holdoff.GiveUpError("gave_up")  # type: ignore[arg-type]
+
+
+def test_typed_fleet() -> None:
+    clock = holdoff.ManualClock()
+    holdoff.memory_store_reset("typed-fleet")
+    options: holdoff.FleetOptions = {"url": "memory://typed-fleet", "key": "k", "refresh": 0.02}
+    config = holdoff.FleetConfig("memory://typed-fleet", "k", ttl=timedelta(minutes=5))
+    with (
+        holdoff.Breaker(clock=clock, fleet=options) as a,
+        holdoff.Breaker(clock=clock, fleet=config) as b,
+    ):
+        report: holdoff.FleetSync = a.sync_fleet()
+        record: holdoff.FleetRecord | None = report.record
+        state: holdoff.FleetState | None = None if record is None else record.state
+        kept: holdoff.FleetConfig | None = b.fleet
+        assert (report.ok, state, kept == config, b.fleet_attached) == (True, "closed", True, True)
+        action: holdoff.StoreAction = "flush"
+        holdoff.memory_store_control("typed-fleet", action)
+    assert not a.fleet_attached
+
+    if TYPE_CHECKING:  # checked, never run
+        holdoff.Breaker(fleet={"url": "memory://x"})  # type: ignore[arg-type]
+        holdoff.Breaker(fleet={"url": "memory://x", "key": "k", "refresh_ms": 20})  # type: ignore[arg-type]
+        holdoff.memory_store_control("x", "reboot")  # type: ignore[arg-type]
+        holdoff.BreakerGroup(fleet=config)  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ __all__ = [
     "ClockBackwardsError",
     "ConfigTypeError",
     "FieldError",
+    "FleetError",
     "GiveUp",
     "GiveUpError",
     "HoldoffError",
@@ -132,6 +133,21 @@ class PermitError(HoldoffError, RuntimeError):
 
     def __reduce__(self) -> Any:
         return (type(self), (self.code, self.args[0] if self.args else None))
+
+
+class FleetError(HoldoffError, RuntimeError):
+    """A breaker's fleet cannot do what was asked: ``Breaker.sync_fleet()`` on a breaker
+    without a fleet or whose fleet was closed. A store that fails is never this error: the
+    breaker falls back to its local state, and a tick reports it (``FleetSync.ok``,
+    ``FleetSync.error``). ``code`` is ``"fleet_error"``."""
+
+    code = "fleet_error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+
+    def __reduce__(self) -> Any:
+        return (type(self), (self.args[0] if self.args else "",))
 
 
 class QuotaEmptyError(HoldoffError):

@@ -12,17 +12,23 @@ __all__ = [
     "Attempted",
     "DecisionAction",
     "Effect",
+    "FleetState",
     "GiveUpReason",
     "HintSource",
     "OutcomeName",
     "Reason",
     "SimpleOutcomeName",
     "State",
+    "StoreAction",
     "Unusable",
     "VerdictKind",
     "WaitSource",
 ]
 
+#: A fleet's shared state (``FleetRecord.state``).
+FleetState = Literal["closed", "open"]
+#: What ``memory_store_control`` does to an in-memory fleet store.
+StoreAction = Literal["down", "up", "flush"]
 #: A breaker's state.
 State = Literal["closed", "open", "half_open", "forced_open", "disabled"]
 #: What recording an outcome did: counted, stale (an answer from another episode), ignored.
@@ -37,6 +43,7 @@ Reason = Literal[
     "forced_open",
     "disabled",
     "reset",
+    "fleet_opened",
 ]
 #: An outcome's name (``Outcome.name``); ``retry_later`` carries a delay, so only
 #: ``Outcome.retry_later(delay)`` makes one.

@@ -22,7 +22,7 @@ from ._retrying import (
 )
 
 if TYPE_CHECKING:
-    from typing_extensions import ParamSpec
+    from typing_extensions import ParamSpec, Self
 
     P = ParamSpec("P")
 
@@ -44,7 +44,20 @@ class Policy(_holdoff.Policy):
     * ``for attempt in policy.retrying(): with attempt: ...`` (and ``async for``)
 
     A decorated function keeps its signature for type checkers.
+
+    ``close()`` (or ``with policy:``) closes the breaker's fleet, if it has one.
     """
+
+    def close(self) -> None:
+        """Closes the breaker's fleet (:meth:`Breaker.close`): its background threads stopped
+        and joined, its connections closed. Idempotent."""
+        self.breaker.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *_args: object) -> None:
+        self.close()
 
     def retrying(
         self,
