@@ -21,6 +21,8 @@ export type Reason =
   | 'forced_open'
   | 'disabled'
   | 'reset'
+  /** The fleet's shared record is open (another worker tripped or saw a retry-later). */
+  | 'fleet_opened'
 /** What recording an outcome did. */
 export type Effect = 'counted' | 'stale' | 'ignored'
 /** Why a retry loop stopped. */
@@ -231,6 +233,71 @@ export interface BreakerOptions {
   seed?: number
   /** The clock (default: the system's monotonic clock). */
   clock?: ManualClock
+  /** Share this breaker with every worker calling the same upstream (docs/fleet.md). */
+  fleet?: FleetOptions
+}
+
+/**
+ * Where a fleet's shared record lives and how this breaker keeps its view of it (milliseconds).
+ * What is shared: the open episode, when the fleet's next probe may go, who holds each probe,
+ * the recovery progress. What stays local: admission while closed, failure counting.
+ */
+export interface FleetOptions {
+  /**
+   * The store: `redis://[user:password@]host[:port][/db]`, `rediss://...`,
+   * `unix:///path/redis.sock`, or `memory://<name>` (in-process, for tests: no background sync,
+   * tick with `syncFleet()`).
+   */
+  url: string
+  /** The shared record's key, the upstream's name: 1..200 bytes, no whitespace. */
+  key: string
+  /** Period of the background sync (default 50). */
+  refreshMs?: number
+  /** With no successful sync for this long the breaker runs purely local until one succeeds (default 1000). */
+  fallbackAfterMs?: number
+  /** Bound on one store round trip (default 50). */
+  timeoutMs?: number
+  /** The shared record expires when no worker wrote it for this long (default 3 600 000). */
+  ttlMs?: number
+}
+
+/** The fleet's shared record as of a tick; times are the store's clock in milliseconds. */
+export interface FleetRecord {
+  readonly state: 'closed' | 'open'
+  /** +1 on every open from closed; 0 = never opened. */
+  readonly episode: number
+  /** Answers to current-episode probes counted this episode. */
+  readonly recoveries: number
+  /** Failed probes this episode. */
+  readonly step: number
+  /** Store time from which the fleet's next probe may be granted (while open). */
+  readonly nextProbeAt: number
+  /** Grants made in the current probe window. */
+  readonly windowGranted: number
+  /** Probe grants outstanding. */
+  readonly leases: number
+  /** Store time of the last change. */
+  readonly updatedAt: number
+}
+
+/** What one `syncFleet()` tick did. */
+export interface FleetSync {
+  /** Whether the exchange with the store succeeded (and the shared record was applied). */
+  readonly ok: boolean
+  /** Whether the breaker follows the fleet after this tick. */
+  readonly attached: boolean
+  /** Whether this tick detached the breaker (`fallbackAfterMs` without a successful sync). */
+  readonly detached: boolean
+  /** Whether this tick re-attached a detached breaker. */
+  readonly reattached: boolean
+  /** Whether this tick claimed a probe grant and got it. */
+  readonly granted: boolean
+  /** Operations sent to the store. */
+  readonly sent: number
+  /** The shared record; `null` when the exchange failed. */
+  readonly record: FleetRecord | null
+  /** Why the exchange failed; `null` when it succeeded. */
+  readonly error: string | null
 }
 
 /** Leave to make one call; record it exactly once. */
@@ -309,6 +376,15 @@ export declare class Breaker extends EventEmitter {
   forceOpen(): void
   disable(): void
   reset(): void
+  /** Whether the breaker follows its fleet now (false without one, while detached, after `close()`). */
+  readonly fleetAttached: boolean
+  /**
+   * One fleet tick now (tests; `memory://` fleets): `null` without a fleet; a store failure is
+   * `ok: false`, not a rejection; rejects with `code: 'fleet_closed'` after `close()`.
+   */
+  syncFleet(): Promise<FleetSync | null>
+  /** Detaches from the fleet (background sync stopped and joined); idempotent. Collected breakers close too. */
+  close(): Promise<void>
   on(event: 'stateChange', listener: (change: StateChange) => void): this
   once(event: 'stateChange', listener: (change: StateChange) => void): this
   off(event: 'stateChange', listener: (change: StateChange) => void): this
@@ -317,7 +393,8 @@ export declare class Breaker extends EventEmitter {
   off(event: string | symbol, listener: (...args: any[]) => void): this
 }
 
-export interface GroupOptions extends BreakerOptions {
+/** A group's template; groups stay local (a `fleet` is refused with field `fleet`). */
+export interface GroupOptions extends Omit<BreakerOptions, 'fleet'> {
   /**
    * Breakers the group keeps at most (default 10 000; a whole number in 1..100 000 000, else
    * `invalid_config` naming `group.max_keys`).
@@ -525,6 +602,8 @@ export interface PolicyOptions {
   classifier?: Classifier | ClassifierOptions
   /** Clock for the parts built from options (breaker and budget must share one). */
   clock?: ManualClock
+  /** The fleet of the breaker built from options (a `Breaker` given as `breaker` takes its own). */
+  fleet?: FleetOptions
 }
 
 export declare class PolicyCall {
@@ -618,6 +697,10 @@ export declare class Policy {
   readonly budget: RetryBudget
   readonly quota: RetryQuota | undefined
   readonly classifier: Classifier
+  /** `breaker.syncFleet()`. */
+  syncFleet(): Promise<FleetSync | null>
+  /** Closes the fleet of the breaker the policy built (a `Breaker` given as `breaker` is the caller's to close). */
+  close(): Promise<void>
   newCall(): PolicyCall
   beforeAttempt(call: PolicyCall): Before
   afterAttempt(call: PolicyCall, permit: Permit, outcome: Outcome): Decision
@@ -645,6 +728,14 @@ export declare class Policy {
    */
   fetch(input: string | URL | Request, init?: RequestInit, options?: FetchOptions): Promise<Response>
 }
+
+/**
+ * For tests of `memory://` fleets: the store `name` fails every exchange (`'down'`), works again
+ * (`'up'`) or forgets its records (`'flush'`). `invalid_input` naming `name` or `action`.
+ */
+export declare function memoryStoreControl(name: string, action: 'down' | 'up' | 'flush'): void
+/** For tests: the `memory://` store `name` emptied and up. */
+export declare function memoryStoreReset(name: string): void
 
 /**
  * Waits `ms` (>= 0) milliseconds, chaining timers past 2^31-1 ms; rejects with `signal.reason`

@@ -506,6 +506,43 @@ class Breaker extends EventEmitter {
     native.breakerReset(this.#h)
     if (this.#listening) this.#flush()
   }
+
+  /**
+   * Whether this breaker follows its fleet now: `false` without a `fleet` option, while detached
+   * (no successful sync for `fallbackAfterMs`: the breaker is purely local until one succeeds)
+   * and after `close()`.
+   */
+  get fleetAttached() {
+    return native.breakerFleetAttached(this.#h)
+  }
+
+  /**
+   * One tick of the fleet now, as the background sync does it (drain what this breaker has to
+   * tell the fleet, one exchange with the store bounded by `timeoutMs`, apply the shared
+   * record). Meant for tests and for `memory://` fleets, which have no background sync.
+   * Resolves with a `FleetSync` (`{ ok, attached, detached, reattached, granted, sent, record,
+   * error }`; a store failure is `ok: false` with `error`, not a rejection), or `null` for a
+   * breaker without a fleet; rejects with an `Error` of code `fleet_closed` after `close()`.
+   */
+  async syncFleet() {
+    const r = await native.breakerSyncFleet(this.#h)
+    if (this.#listening) this.#flush()
+    if (r === null) return null
+    const { closed, ...sync } = r
+    if (closed) throw withProps(new Error('the fleet of this breaker is closed'), { code: 'fleet_closed' })
+    // napi leaves an absent Option out; the documented shape has null.
+    return { ...sync, record: sync.record ?? null, error: sync.error ?? null }
+  }
+
+  /**
+   * Detaches the breaker from its fleet: the background sync stopped and joined, its connections
+   * closed. The breaker goes on as a purely local breaker. Idempotent; resolves when done (within
+   * about the fleet's `timeoutMs` + 250 ms). A breaker collected by the garbage collector closes
+   * its fleet too; calling `close()` makes it happen now.
+   */
+  async close() {
+    await native.breakerClose(this.#h)
+  }
 }
 
 /**
@@ -605,6 +642,21 @@ class BreakerGroup {
   snapshot() {
     return native.groupSnapshot(this.#h)
   }
+}
+
+/**
+ * For tests of fleets on the in-memory store (`fleet: { url: 'memory://<name>' }`): makes the
+ * store `name` fail every exchange (`'down'`), work again (`'up'`) or forget its records
+ * (`'flush'`, as a Redis flush or expiry would). `TypeError`/`RangeError` `invalid_input`
+ * naming `name` or `action`.
+ */
+function memoryStoreControl(name, action) {
+  native.fleetMemoryStoreControl(name, action)
+}
+
+/** For tests: the in-memory store `name` emptied and up, as a fresh store. */
+function memoryStoreReset(name) {
+  native.fleetMemoryStoreReset(name)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1107,6 +1159,7 @@ function runAttempt(fn, limitMs, signal, sleepOption) {
 class Policy {
   #h
   #breaker
+  #ownsBreaker
   #budget
   #quota
   #classifier
@@ -1117,11 +1170,14 @@ class Policy {
       throw typeError('invalid_config', `invalid configuration: options must be an object, got ${describe(options)}`, 'policy')
     }
     for (const k of Object.keys(options)) {
-      if (!['breaker', 'budget', 'quota', 'classifier', 'clock'].includes(k)) {
-        throw typeError('invalid_config', `invalid configuration: unknown option ${k} (known: breaker, budget, quota, classifier, clock)`, `policy.${k}`)
+      if (!['breaker', 'budget', 'quota', 'classifier', 'clock', 'fleet'].includes(k)) {
+        throw typeError('invalid_config', `invalid configuration: unknown option ${k} (known: breaker, budget, quota, classifier, clock, fleet)`, `policy.${k}`)
       }
     }
-    const clock = options.clock
+    const { clock, fleet } = options
+    if (fleet !== undefined && options.breaker instanceof Breaker) {
+      throw typeError('invalid_config', 'invalid configuration: fleet goes to the Breaker given as breaker (new Breaker({ fleet })), not to the policy', 'fleet')
+    }
     // Only an options object takes the policy's clock: anything else (null included) goes to
     // the constructor as given, which refuses it with the error it gives on its own.
     const withClock = (o) => {
@@ -1129,7 +1185,9 @@ class Policy {
       return clock === undefined || o === null || typeof o !== 'object' || Array.isArray(o) ? o : { ...o, clock }
     }
     const part = (v, Ctor, make) => (v instanceof Ctor ? v : make(v))
-    this.#breaker = part(options.breaker, Breaker, (o) => new Breaker(withClock(o)))
+    const withFleet = (o) => (fleet === undefined || o === null || typeof o !== 'object' || Array.isArray(o) ? o : { ...o, fleet })
+    this.#ownsBreaker = !(options.breaker instanceof Breaker)
+    this.#breaker = part(options.breaker, Breaker, (o) => new Breaker(withFleet(withClock(o))))
     this.#budget = part(options.budget, RetryBudget, (o) => new RetryBudget(withClock(o)))
     this.#quota = options.quota === undefined ? undefined : part(options.quota, RetryQuota, (o) => new RetryQuota(o))
     this.#classifier = part(options.classifier, Classifier, (o) => new Classifier(o))
@@ -1155,6 +1213,19 @@ class Policy {
 
   get classifier() {
     return this.#classifier
+  }
+
+  /** One tick of the breaker's fleet now: `policy.breaker.syncFleet()`. */
+  syncFleet() {
+    return this.#breaker.syncFleet()
+  }
+
+  /**
+   * Closes the fleet of the breaker this policy built (`breaker.close()`); a `Breaker` given as
+   * `breaker` belongs to the caller, who closes it. Idempotent; resolves when done.
+   */
+  async close() {
+    if (this.#ownsBreaker) await this.#breaker.close()
   }
 
   /** A fresh logical call for `beforeAttempt`/`afterAttempt`. */
@@ -1443,6 +1514,8 @@ module.exports = {
   parseRetryAfter,
   hintFromHeaders,
   sleep,
+  memoryStoreControl,
+  memoryStoreReset,
   PermitError,
   UpstreamUnavailableError,
   GiveUpError,

@@ -50,11 +50,20 @@ export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-was
  */
 export declare function breakerAllow(h: ExternalObject<BreakerBox>): number | object
 
+/**
+ * Closes the breaker's fleet (idempotent): the background threads stopped and joined, the
+ * connections closed, the breaker purely local from then on. Resolves when done.
+ */
+export declare function breakerClose(h: ExternalObject<BreakerBox>): Promise<unknown>
+
 /** Admits everything and never trips until reset. */
 export declare function breakerDisable(h: ExternalObject<BreakerBox>): void
 
 /** The state changes queued since the last drain (the core's queue). */
 export declare function breakerDrainEvents(h: ExternalObject<BreakerBox>): unknown[]
+
+/** Whether the breaker follows a fleet now (`false` without a fleet, while detached, after close). */
+export declare function breakerFleetAttached(h: ExternalObject<BreakerBox>): boolean
 
 /** Opens the breaker until reset. */
 export declare function breakerForceOpen(h: ExternalObject<BreakerBox>): void
@@ -69,7 +78,10 @@ export declare function breakerId(h: ExternalObject<BreakerBox>): number
  */
 export declare function breakerListen(h: ExternalObject<BreakerBox>, on: boolean): void
 
-/** A breaker from options (see `holdoff.d.ts`); `RangeError`/`TypeError` `invalid_config`. */
+/**
+ * A breaker from options (see `holdoff.d.ts`), attached to its `fleet` if the options name
+ * one; `RangeError`/`TypeError` `invalid_config`.
+ */
 export declare function breakerNew(options: unknown, clock?: ExternalObject<ClockBox> | undefined | null): ExternalObject<BreakerBox>
 
 /**
@@ -90,6 +102,13 @@ export declare function breakerReset(h: ExternalObject<BreakerBox>): void
 
 /** A side-effect-free view of the breaker as a plain object. */
 export declare function breakerSnapshot(h: ExternalObject<BreakerBox>): object
+
+/**
+ * One tick of the breaker's fleet now: `FleetSync`, or `null` when the breaker has no fleet.
+ * A store failure is in the result (`ok: false`), never a rejection; a closed fleet resolves
+ * with `closed: true` (JavaScript throws).
+ */
+export declare function breakerSyncFleet(h: ExternalObject<BreakerBox>): Promise<unknown> | null
 
 /** Takes the state changes the listener queued, or `null` if there are none. */
 export declare function breakerTakeListened(h: ExternalObject<BreakerBox>): unknown[] | null
@@ -196,6 +215,57 @@ export declare function execVerdict(h: ExternalObject<ExecBox>): object | null
  * (`source` the core's name: `backoff`, `retry_after`, `breaker`), or `null`.
  */
 export declare function execWait(h: ExternalObject<ExecBox>): object | null
+
+/**
+ * For tests: makes the in-memory store `memory://<name>` fail every exchange (`down`), work
+ * again (`up`) or forget its records (`flush`). `invalid_input` naming `name` or `action`.
+ */
+export declare function fleetMemoryStoreControl(name: unknown, action: unknown): void
+
+/** For tests: the in-memory store `memory://<name>` emptied and up (a fresh store per case). */
+export declare function fleetMemoryStoreReset(name: unknown): void
+
+/** The fleet's shared record (store-clock times in the store's milliseconds). */
+export interface FleetRecordView {
+  /** `closed` or `open`. */
+  state: string
+  /** The fleet's episode: +1 on every open from closed; 0 = never opened. */
+  episode: number
+  /** Answers to current-episode probes counted this episode. */
+  recoveries: number
+  /** Failed probes this episode. */
+  step: number
+  /** Store ms from which the fleet's next probe may be granted (while open). */
+  nextProbeAt: number
+  /** Grants made in the current probe window. */
+  windowGranted: number
+  /** Probe grants outstanding. */
+  leases: number
+  /** Store ms of the last change. */
+  updatedAt: number
+}
+
+/** What one tick did (`Breaker.syncFleet()`), as `holdoff.d.ts` `FleetSync` describes it. */
+export interface FleetSync {
+  /** Whether the exchange with the store succeeded (and the view was applied). */
+  ok: boolean
+  /** Whether the breaker follows the fleet after this tick. */
+  attached: boolean
+  /** Whether this tick detached the breaker (no successful sync for `fallbackAfterMs`). */
+  detached: boolean
+  /** Whether this tick re-attached a detached breaker. */
+  reattached: boolean
+  /** Whether this tick claimed a probe grant and got it. */
+  granted: boolean
+  /** Operations sent to the store. */
+  sent: number
+  /** The shared record as of this tick; `null` when the exchange failed. */
+  record?: FleetRecordView
+  /** Why the exchange failed (`null` when it succeeded). */
+  error?: string
+  /** Whether the fleet was closed before this tick (which then did nothing; JavaScript throws). */
+  closed: boolean
+}
 
 /**
  * The breaker the core hands out for `key` (`BreakerGroup::get`: marks it most recently used,

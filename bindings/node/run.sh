@@ -2,14 +2,16 @@
 # The Node binding's entry points (the Makefile calls them):
 #   run.sh test         install npm tools, lint, build the addon (debug), install the package from
 #                       its tarball into a scratch project, type-check the example, run the
-#                       conformance runner, then every other test there
+#                       conformance runner, then every other test there, then the multi-process
+#                       fleet test (conformance/fleet/run.py: Node worker processes sharing one
+#                       breaker through a redis-server it starts)
 #   run.sh conformance  the same build and install, the conformance runner only
 #   run.sh leak         the same build and install, the leak loops at full size (a million
 #                       objects; `test` runs them at a tenth of the size)
 #   run.sh dist         the packages users install, as `npm pack` tarballs in dist/node/: the main
 #                       package and one package per platform (release addons, cross-built with
 #                       zig); scripts/dist-check/node.sh installs and tests them
-# Needs Node.js >= 20 with npm (scripts/install-deps node). HOLDOFF_CONFORMANCE_DIR, if set, is
+# Needs Node.js >= 20 with npm and redis-server (scripts/install-deps node). HOLDOFF_CONFORMANCE_DIR, if set, is
 # the suite the runner reads (default: the repository's).
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" node
 
@@ -61,6 +63,8 @@ cmd_test() {
   for f in test/*.test.mjs; do [ "$f" = test/conformance.test.mjs ] || others+=("$f"); done
   log "every other test"
   node_test "${others[@]}"
+  log "multi-process fleet test"
+  python3 "$ROOT/conformance/fleet/run.py" node -- node test/fleet-worker.mjs
 }
 
 cmd_conformance() {

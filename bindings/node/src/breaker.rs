@@ -11,11 +11,13 @@ use napi_derive::napi;
 
 use crate::clock::{clock_of, ClockBox};
 use crate::convert::{instant_ms, ms, set_ms};
-use crate::{codes, err, lock, opts};
+use crate::{codes, err, fleet, lock, opts};
 
-/// A breaker and the queue its listener fills for the JavaScript event emitter.
+/// A breaker, the fleet it shares (owned: dropped, and so closed, with the handle) and the
+/// queue its listener fills for the JavaScript event emitter.
 pub struct BreakerBox {
     pub(crate) breaker: Arc<Breaker>,
+    pub(crate) fleet: Option<Arc<holdoff_fleet::Fleet>>,
     listened: Arc<Mutex<Vec<StateChange>>>,
     /// The last refusal's wait in milliseconds as f64 bits (NaN: none), read right after
     /// `breaker_allow` returned a refusal code: building a refusal object across N-API cost
@@ -27,24 +29,30 @@ impl BreakerBox {
     pub(crate) fn new(breaker: Arc<Breaker>) -> BreakerBox {
         BreakerBox {
             breaker,
+            fleet: None,
             listened: Arc::new(Mutex::new(Vec::new())),
             refusal_wait: AtomicU64::new(f64::NAN.to_bits()),
         }
     }
 }
 
-/// A breaker from options (see `holdoff.d.ts`); `RangeError`/`TypeError` `invalid_config`.
+/// A breaker from options (see `holdoff.d.ts`), attached to its `fleet` if the options name
+/// one; `RangeError`/`TypeError` `invalid_config`.
 #[napi(catch_unwind)]
 pub fn breaker_new(
     env: &Env,
     options: Unknown<'_>,
     clock: Option<&External<ClockBox>>,
 ) -> Result<External<BreakerBox>> {
-    let cfg = opts::breaker(env, Some(options))?
-        .to_config()
-        .map_err(|e| err::config(env, &e))?;
-    let b = Breaker::new(cfg, clock_of(clock)).map_err(|e| err::config(env, &e))?;
-    Ok(External::new(BreakerBox::new(Arc::new(b))))
+    let (spec, neutral) = opts::breaker(env, Some(options))?;
+    let cfg = spec.to_config().map_err(|e| err::config(env, &e))?;
+    let fleet_cfg = neutral.fleet_config(false).map_err(|e| err::config(env, &e))?;
+    let b = Arc::new(Breaker::new(cfg, clock_of(clock)).map_err(|e| err::config(env, &e))?);
+    let fleet = fleet::attach(env, &b, fleet_cfg)?;
+    Ok(External::new(BreakerBox {
+        fleet,
+        ..BreakerBox::new(b)
+    }))
 }
 
 /// The breaker's id, carried by its permits.

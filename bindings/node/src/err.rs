@@ -47,8 +47,18 @@ pub fn throw(env: &Env, kind: Kind, code: &str, message: String, field: Option<&
 }
 
 /// The option name a JavaScript user writes for a core field: `breaker.open_interval.initial`
-/// is `openInterval.initialMs` (camelCase, durations in milliseconds).
+/// is `openInterval.initialMs` (camelCase, durations in milliseconds); the fleet's fields keep
+/// their `fleet.` prefix, as the option is `{ fleet: { refreshMs } }` (`fleet.refresh` is
+/// `fleet.refreshMs`).
 pub fn js_option(field: &str) -> String {
+    const FLEET_DURATIONS: &[&str] = &["refresh", "fallback_after", "timeout", "ttl"];
+    if field == "fleet" {
+        return field.to_owned();
+    }
+    if let Some(rest) = field.strip_prefix("fleet.") {
+        let ms = if FLEET_DURATIONS.contains(&rest) { "Ms" } else { "" };
+        return format!("fleet.{}{ms}", js_option(&format!("_.{rest}")));
+    }
     const DURATIONS: &[&str] = &[
         "initial",
         "max",
@@ -152,5 +162,8 @@ mod tests {
         assert_eq!(js_option("quota.retry_cost"), "retryCost");
         assert_eq!(js_option("policy.clock"), "clock");
         assert_eq!(js_option("execute.total_timeout"), "totalTimeoutMs");
+        assert_eq!(js_option("fleet.fallback_after"), "fleet.fallbackAfterMs");
+        assert_eq!(js_option("fleet.url"), "fleet.url");
+        assert_eq!(js_option("fleet"), "fleet");
     }
 }

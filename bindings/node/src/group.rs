@@ -26,9 +26,10 @@ pub fn group_new(
     group: Unknown<'_>,
     clock: Option<&External<ClockBox>>,
 ) -> Result<External<GroupBox>> {
-    let cfg = opts::breaker(env, Some(options))?
-        .to_config()
-        .map_err(|e| err::config(env, &e))?;
+    let (spec, neutral) = opts::breaker(env, Some(options))?;
+    // Groups stay local: a `fleet` is refused (field `fleet`).
+    neutral.fleet_config(true).map_err(|e| err::config(env, &e))?;
+    let cfg = spec.to_config().map_err(|e| err::config(env, &e))?;
     let max_keys = opts::group(env, Some(group))?
         .max_keys()
         .map_err(|e| err::config(env, &e))?;

@@ -18,6 +18,7 @@
 //! |---|---|
 //! | `clock` | the manual clock and the shared system clock |
 //! | `breaker` | breakers: admission, recording, snapshots, state-change events |
+//! | `fleet` | a breaker's fleet (`holdoff_fleet`): attach, tick, close; the in-memory store's test control |
 //! | `group` | breaker groups keyed by upstream |
 //! | `budget` | retry budgets and their per-call `RetryState` |
 //! | `quota` | retry quotas and their leases |
@@ -40,6 +41,7 @@ pub mod codes;
 mod convert;
 mod err;
 pub mod execution;
+pub mod fleet;
 pub mod group;
 pub mod http;
 mod opts;

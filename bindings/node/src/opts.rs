@@ -7,7 +7,8 @@
 //! every language.
 
 use holdoff::interop::config::{
-    BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, GroupSpec, Num, QuotaSpec, TripSpec,
+    BackoffSpec, BreakerSpec, BudgetSpec, ClassifierSpec, FleetSpec, GroupSpec, HoldoffConfig, Num,
+    QuotaSpec, TripSpec,
 };
 use napi::bindgen_prelude::*;
 use napi::ValueType;
@@ -306,8 +307,10 @@ fn trip(o: &Opts<'_>) -> Result<TripSpec> {
     }
 }
 
-/// Breaker options (camelCase, milliseconds) to the core's spec.
-pub fn breaker<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<BreakerSpec> {
+/// Breaker options (camelCase, milliseconds) to the core's spec, and the `fleet` option (the
+/// neutral configuration's top-level `fleet`) as the configuration whose `fleet_config` says
+/// what to attach.
+pub fn breaker<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<(BreakerSpec, HoldoffConfig)> {
     let o = Opts::new(
         env,
         value,
@@ -321,14 +324,19 @@ pub fn breaker<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<BreakerSp
             "probeTimeoutMs",
             "maxRetryLaterMs",
             "seed",
+            "fleet",
         ],
     )?;
+    let fleet = HoldoffConfig {
+        fleet: fleet(env, o.get("fleet")?)?,
+        ..HoldoffConfig::default()
+    };
     let trip_opts = o.child(
         "trip",
         "trip",
         &["policy", "threshold", "windowMs", "minCalls", "buckets"],
     )?;
-    Ok(BreakerSpec {
+    let spec = BreakerSpec {
         trip: trip_opts.as_ref().map(trip).transpose()?,
         open_interval: o
             .child("openInterval", "open_interval", BACKOFF_KEYS)?
@@ -340,7 +348,34 @@ pub fn breaker<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<BreakerSp
         probe_timeout_ms: o.num("probeTimeoutMs", "probe_timeout", MS)?,
         max_retry_later_ms: o.num("maxRetryLaterMs", "max_retry_later", MS)?,
         seed: o.seed("seed", "seed")?,
-    })
+    };
+    Ok((spec, fleet))
+}
+
+/// Fleet options (`{ url, key, refreshMs, fallbackAfterMs, timeoutMs, ttlMs }`) to the core's
+/// spec; the core checks the values (and that `url` and `key` are given).
+fn fleet<'e>(env: &'e Env, value: Option<Unknown<'e>>) -> Result<Option<FleetSpec>> {
+    if value.is_none() {
+        return Ok(None);
+    }
+    let o = Opts::new(
+        env,
+        value,
+        "fleet",
+        "fleet",
+        &["url", "key", "refreshMs", "fallbackAfterMs", "timeoutMs", "ttlMs"],
+    )?;
+    if o.obj.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(FleetSpec {
+        url: o.string("url", "url")?,
+        key: o.string("key", "key")?,
+        refresh_ms: o.num("refreshMs", "refresh", MS)?,
+        fallback_after_ms: o.num("fallbackAfterMs", "fallback_after", MS)?,
+        timeout_ms: o.num("timeoutMs", "timeout", MS)?,
+        ttl_ms: o.num("ttlMs", "ttl", MS)?,
+    }))
 }
 
 /// Budget options to the core's spec.

@@ -21,23 +21,10 @@ import {
   parseRetryAfter,
   hintFromHeaders,
 } from 'holdoff'
+import { throwsCode } from './throws-code.mjs'
 
 function trip(b, n) {
   for (let i = 0; i < n; i++) b.record(b.allow(), 'failure')
-}
-
-function throwsCode(fn, Ctor, code, field) {
-  let err
-  try {
-    fn()
-  } catch (e) {
-    err = e
-  }
-  assert.ok(err, `expected ${Ctor.name} ${code}`)
-  assert.ok(err instanceof Ctor, `expected ${Ctor.name}, got ${err?.name}: ${err?.message}`)
-  assert.equal(err.code, code, err.message)
-  if (field !== undefined) assert.equal(err.field, field, err.message)
-  return err
 }
 
 describe('ManualClock', () => {

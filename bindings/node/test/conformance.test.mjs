@@ -3,7 +3,9 @@
 // core/tests/conformance.rs): one subtest per case, and a case with `execute` steps once per
 // helper flavour it applies to (`id [flavour]`, see conformance-execute.mjs), each on a fresh
 // build. HOLDOFF_CONFORMANCE_DIR points at the suite (default: the repository's, relative to
-// this file); HOLDOFF_CASES=substring runs only matching ids.
+// this file); HOLDOFF_CASES=substring runs only matching ids. A fleet case (`workers`, a
+// `config.fleet`) builds its workers' breakers on the case's one manual clock, each attached to
+// the case's in-memory store, reset before the case.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -19,11 +21,13 @@ import {
   RetryQuota,
   parseRetryAfter,
   hintFromHeaders,
+  memoryStoreControl,
+  memoryStoreReset,
 } from 'holdoff'
 import { checkExecute, flavoursOf, runExecute } from './conformance-execute.mjs'
 import { ManualTimers } from './manual-timers.mjs'
 
-const SUITE_VERSION = 2
+const SUITE_VERSION = 3
 const here = dirname(fileURLToPath(import.meta.url))
 const root = process.env.HOLDOFF_CONFORMANCE_DIR ?? join(here, '..', '..', '..', 'conformance')
 
@@ -85,7 +89,16 @@ const CLASSIFIER = {
 }
 const GROUP = { max_keys: ['maxKeys', plain] }
 const EXECUTE = { attempt_timeout_ms: ['attemptTimeoutMs', plain], total_timeout_ms: ['totalTimeoutMs', plain] }
-const CONFIG_KEYS = new Set(['breaker', 'budget', 'quota', 'classifier', 'group', 'execute'])
+const FLEET = {
+  url: ['url', plain],
+  key: ['key', plain],
+  refresh_ms: ['refreshMs', plain],
+  fallback_after_ms: ['fallbackAfterMs', plain],
+  timeout_ms: ['timeoutMs', plain],
+  ttl_ms: ['ttlMs', plain],
+}
+const CONFIG_KEYS = new Set(['breaker', 'budget', 'quota', 'classifier', 'group', 'execute', 'fleet'])
+const MEMORY = 'memory://'
 
 function outcome(v) {
   if (typeof v === 'string') return v
@@ -139,11 +152,21 @@ class Ctx {
     // Absent limits stay absent (the helper's defaults); null is no limit.
     this.executeOptions = rename(config.execute, EXECUTE, 'execute') ?? {}
     this.breakerOpts = rename(config.breaker, BREAKER, 'breaker')
+    const fleet = rename(config.fleet, FLEET, 'fleet')
+    // A fresh store for the case: its workers attach (and so read it) as they are built.
+    if (typeof fleet?.url === 'string' && fleet.url.startsWith(MEMORY)) memoryStoreReset(fleet.url.slice(MEMORY.length))
+    // The workers: each a breaker from the case's config, worker 0 the case's own breaker.
+    this.workers = []
     // Same order as the reference runner, so that the first refusal is the same one.
-    if (this.breakerOpts !== undefined) {
-      const opts = { ...this.breakerOpts, clock: this.clock }
+    if (this.breakerOpts !== undefined || fleet !== undefined) {
+      const opts = { ...this.breakerOpts, clock: this.clock, ...(fleet === undefined ? {} : { fleet }) }
       if (c.group === true) this.group = new BreakerGroup({ ...opts, ...rename(config.group, GROUP, 'group') })
       else this.breakerObj = new Breaker(opts)
+      if (fleet !== undefined) {
+        this.fleetUrl = fleet.url
+        this.workers.push(this.breakerObj)
+        for (let i = 1; i < (c.workers ?? 1); i++) this.workers.push(new Breaker(opts))
+      }
     }
     if (config.budget !== undefined) this.budget = new RetryBudget({ ...rename(config.budget, BUDGET, 'budget'), clock: this.clock })
     if (config.quota !== undefined) this.quota = new RetryQuota(rename(config.quota, QUOTA, 'quota'))
@@ -161,6 +184,11 @@ class Ctx {
   // A step naming a key asks the group once: the breaker it hands out now (which marks the key
   // used, and may evict or overflow).
   breaker(step) {
+    if (step.worker !== undefined) {
+      const w = this.workers[step.worker]
+      if (!w) throw new Error(`no worker ${step.worker}`)
+      return w
+    }
     if (typeof step.key === 'string') {
       if (!this.group) throw new Error('step names a key but the case has no group')
       return this.group.get(step.key)
@@ -379,6 +407,36 @@ class Ctx {
         }
         return check(expect, r, [...DECISION_KEYS, 'error', 'outcome'])
       }
+      case 'fleet_sync': {
+        if (this.workers.length === 0) throw new Error('the case has no fleet')
+        const which = step.worker === undefined ? this.workers.keys() : [step.worker]
+        for (const i of which) {
+          const w = this.workers[i]
+          if (!w) throw new Error(`no worker ${i}`)
+          const r = await w.syncFleet()
+          const rec = r.record
+          const got = {
+            ok: r.ok,
+            attached: r.attached,
+            granted: r.granted,
+            fleet_state: rec?.state ?? null,
+            fleet_episode: rec?.episode ?? null,
+            fleet_recoveries: rec?.recoveries ?? null,
+          }
+          try {
+            check(expect, got, ['ok', 'attached', 'granted', 'fleet_state', 'fleet_episode', 'fleet_recoveries'])
+          } catch (e) {
+            throw new Error(`worker ${i}: ${e.message}`, { cause: e })
+          }
+        }
+        return
+      }
+      case 'fleet_store': {
+        if (typeof this.fleetUrl !== 'string' || !this.fleetUrl.startsWith(MEMORY)) throw new Error('the case has no memory:// fleet')
+        if (typeof step.action !== 'string') throw new Error('fleet_store needs action')
+        memoryStoreControl(this.fleetUrl.slice(MEMORY.length), step.action)
+        return check(expect, a, [])
+      }
       case 'execute': {
         if (!this.policy) throw new Error('the case has no policy')
         if (flavour === undefined) throw new Error('an execute step in a case without flavours')
@@ -402,6 +460,14 @@ async function runCase(c, flavour) {
   }
   if (c.expect_error !== undefined) throw new Error(`expected configuration error ${JSON.stringify(c.expect_error)}, but it built`)
   if (!Array.isArray(c.steps)) throw new Error('case without steps')
+  try {
+    await runSteps(ctx, c, flavour)
+  } finally {
+    for (const w of ctx.workers) await w.close()
+  }
+}
+
+async function runSteps(ctx, c, flavour) {
   for (const [i, step] of c.steps.entries()) {
     const repeat = step.repeat ?? 1
     const every = step.every_ms ?? 0

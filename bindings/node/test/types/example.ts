@@ -16,8 +16,10 @@ import {
   UpstreamUnavailableError,
   parseRetryAfter,
   hintFromHeaders,
+  memoryStoreControl,
   sleep,
   type Before,
+  type FleetSync,
   type Decision,
   type GroupSnapshot,
   type QuotaLease,
@@ -141,6 +143,25 @@ async function main(): Promise<void> {
   await sleep(0)
 }
 void main
+
+// A breaker shared by a fleet: options in milliseconds, one tick by hand, close.
+async function fleet(): Promise<void> {
+  const shared = new Breaker({ clock, fleet: { url: 'memory://example', key: 'payments-api', refreshMs: 20 } })
+  memoryStoreControl('example', 'flush')
+  const tick: FleetSync | null = await shared.syncFleet()
+  const open: boolean = tick !== null && tick.ok && tick.record?.state === 'open'
+  const attached: boolean = shared.fleetAttached
+  void [open, attached]
+  await shared.close()
+  const p = new Policy({ breaker: { recoveries: 2 }, fleet: { url: 'unix:///run/redis.sock', key: 'k' } })
+  await p.close()
+}
+void fleet
+
+// @ts-expect-error groups stay local: no fleet option
+new BreakerGroup({ fleet: { url: 'memory://g', key: 'k' } })
+// @ts-expect-error fleet durations are milliseconds: refreshMs
+new Breaker({ fleet: { url: 'memory://x', key: 'k', refresh: 0.02 } })
 
 // @ts-expect-error executeResponse classifies responses itself
 policy.executeResponse(async () => ({ status: 200 }), { classifyResult: () => 'success' })
