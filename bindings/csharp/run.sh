@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # bindings/csharp: C# over the C ABI (P/Invoke + SafeHandle), built with Mono's mcs.
 #
-#   run.sh test         API tests, then the conformance runner
+#   run.sh test         API tests, the conformance runner, then the multi-process fleet test
 #   run.sh conformance  the conformance runner only
+#   run.sh fleet        the multi-process fleet test only (tests/FleetWorker.cs processes, a real
+#                       redis-server started by conformance/fleet/run.py)
 #   run.sh dist         dist/nuget/Holdoff.<version>.nupkg (make dist-csharp), packed by Debian's
 #                       `nuget pack` from Holdoff.nuspec: lib/netstandard2.0/Holdoff.dll (built
 #                       with mcs, optimized, with its XML docs and Holdoff.dll.config) and
@@ -31,7 +33,9 @@ build() {
   "${MCS[@]}" -out:"$OUT/Conformance.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/Conformance.cs" \
     "$HERE/tests/ConformanceExecute.cs"
   "${MCS[@]}" -out:"$OUT/ApiTests.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/ApiTests.cs" "$HERE/tests/ExecuteTests.cs" \
-    "$HERE/tests/HandlerTests.cs" "$HERE/tests/DeadlineStorm.cs" "$HERE/tests/TestTime.cs" "$HERE/tests/ArgumentTests.cs"
+    "$HERE/tests/HandlerTests.cs" "$HERE/tests/DeadlineStorm.cs" "$HERE/tests/TestTime.cs" "$HERE/tests/ArgumentTests.cs" \
+    "$HERE/tests/FleetTests.cs"
+  "${MCS[@]}" -out:"$OUT/FleetWorker.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/FleetWorker.cs"
   export LD_LIBRARY_PATH="$CARGO_TARGET_DIR/debug${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
 
@@ -41,6 +45,19 @@ cmd_test() {
   mono --debug "$OUT/ApiTests.exe"
   log "conformance"
   run_conformance mono --debug "$OUT/Conformance.exe" "$ROOT/conformance"
+  fleet_test
+}
+
+# The multi-process fleet test (conformance/fleet/README.md): C# worker processes sharing one
+# breaker through a real redis-server the driver starts.
+fleet_test() {
+  log "multi-process fleet test"
+  python3 "$ROOT/conformance/fleet/run.py" csharp -- mono --debug "$OUT/FleetWorker.exe"
+}
+
+cmd_fleet() {
+  build
+  fleet_test
 }
 
 cmd_conformance() {

@@ -151,7 +151,7 @@ func wrapBreaker(p *C.holdoff_breaker, clock Clock) *Breaker {
 // NewBreaker creates a closed breaker. Errors: an *Error matching ErrInvalidConfig whose
 // Field names the invalid field (breaker.open_interval.multiplier, ...).
 func NewBreaker(cfg BreakerConfig, opts ...Option) (*Breaker, error) {
-	c, err := parseSpec(map[string]any{"breaker": cfg.spec()})
+	c, err := parseSpec(withFleet(map[string]any{"breaker": cfg.spec()}, cfg.Fleet))
 	if err != nil {
 		return nil, err
 	}
@@ -455,7 +455,8 @@ func wrapGroup(p *C.holdoff_breaker_group, clock Clock) *BreakerGroup {
 // ErrInvalidConfig whose Field names the invalid field (breaker.*, or group.max_keys for a
 // bound outside 1..MaxKeysLimit).
 func NewBreakerGroup(template BreakerConfig, opts ...Option) (*BreakerGroup, error) {
-	spec := map[string]any{"breaker": template.spec()}
+	// A template with a Fleet is refused by the core (field fleet): groups stay local.
+	spec := withFleet(map[string]any{"breaker": template.spec()}, template.Fleet)
 	if o := optionsOf(opts); o.hasMaxKeys {
 		spec["group"] = map[string]any{"max_keys": o.maxKeys}
 	}

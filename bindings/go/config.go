@@ -63,6 +63,9 @@ type BreakerConfig struct {
 	MaxRetryLater time.Duration
 	// Seed seeds the jitter PRNG.
 	Seed uint64
+	// Fleet, when set, shares this breaker with every worker of the fleet (FleetConfig); nil
+	// is a local breaker.
+	Fleet *FleetConfig
 }
 
 // DefaultBreakerConfig is the core's default: 5 consecutive failures; open 30 s doubling to

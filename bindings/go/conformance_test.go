@@ -23,7 +23,7 @@ import (
 	holdoff "holdoff.dev/go"
 )
 
-const suiteVersion = 2
+const suiteVersion = 3
 
 // conformanceDir is the suite: HOLDOFF_CONFORMANCE_DIR when set (a module installed with go get
 // has no suite beside it), else the repository's.
@@ -233,6 +233,8 @@ type ctx struct {
 	// flavour is the helper flavour of this run (flavourDo, flavourDoHTTP; "" without an
 	// execute step).
 	flavour string
+	// borrowed: a fleet case's later worker, whose clock and configuration are the first's.
+	borrowed bool
 }
 
 func (c *ctx) close() {
@@ -245,34 +247,44 @@ func (c *ctx) close() {
 	for _, p := range c.policyCalls {
 		p.Close()
 	}
-	for _, x := range []interface{ Close() error }{c.policy, c.classifier, c.quota, c.budget, c.group, c.breaker,
-		c.config, c.clock} {
+	closers := []interface{ Close() error }{c.policy, c.classifier, c.quota, c.budget, c.group, c.breaker}
+	if !c.borrowed {
+		closers = append(closers, c.config, c.clock)
+	}
+	for _, x := range closers {
 		if !reflect.ValueOf(x).IsNil() {
 			x.Close()
 		}
 	}
 }
 
-func build(cs obj) (*ctx, error) {
+// build builds one worker's objects: the first worker (first nil) parses the configuration and
+// makes the manual clock, every later worker of a fleet case builds from the same two.
+func build(cs obj, first *ctx) (*ctx, error) {
 	c := &ctx{permits: map[string]namedPermit{}, states: map[string]*holdoff.RetryState{},
 		policyCalls: map[string]*holdoff.PolicyCall{}, leases: map[string]*holdoff.QuotaLease{}}
-	cfg, ok := cs["config"]
-	if !ok {
-		cfg = obj{}
-	}
-	text, err := json.Marshal(cfg)
-	if err != nil {
-		return c, err
-	}
-	if c.config, err = holdoff.ParseConfig(text); err != nil {
-		return c, err
-	}
-	var origin uint64
-	if clk, ok := cs["clock"].(map[string]any); ok {
-		origin, _ = u64(clk["wall_origin_unix_ms"])
-	}
-	if c.clock, err = holdoff.NewManualClock(time.UnixMilli(int64(origin))); err != nil {
-		return c, err
+	var err error
+	if first != nil {
+		c.config, c.clock, c.borrowed = first.config, first.clock, true
+	} else {
+		cfg, ok := cs["config"]
+		if !ok {
+			cfg = obj{}
+		}
+		text, err := json.Marshal(cfg)
+		if err != nil {
+			return c, err
+		}
+		if c.config, err = holdoff.ParseConfig(text); err != nil {
+			return c, err
+		}
+		var origin uint64
+		if clk, ok := cs["clock"].(map[string]any); ok {
+			origin, _ = u64(clk["wall_origin_unix_ms"])
+		}
+		if c.clock, err = holdoff.NewManualClock(time.UnixMilli(int64(origin))); err != nil {
+			return c, err
+		}
 	}
 	clock := holdoff.WithClock(c.clock)
 	parts := c.config.Parts()
@@ -710,10 +722,107 @@ func hintObj(h holdoff.Hint, a obj) {
 	}
 }
 
+// memoryStore is the store name of the case's memory://<name> fleet url ("" for none).
+func memoryStore(cs obj) string {
+	cfg, _ := cs["config"].(map[string]any)
+	fleet, _ := cfg["fleet"].(map[string]any)
+	url, _ := fleet["url"].(string)
+	name, ok := strings.CutPrefix(url, "memory://")
+	if !ok {
+		return ""
+	}
+	return name
+}
+
+// buildWorkers builds the case's `workers` (default 1) from one configuration on one clock,
+// after resetting the case's memory store (names are reused between runs of one process).
+func buildWorkers(cs obj) ([]*ctx, error) {
+	n, ok := u64(cs["workers"])
+	if !ok || n < 1 {
+		n = 1
+	}
+	if name := memoryStore(cs); name != "" {
+		if err := holdoff.MemoryStoreControl(name, holdoff.StoreReset); err != nil {
+			return nil, err
+		}
+	}
+	var workers []*ctx
+	for i := uint64(0); i < n; i++ {
+		var first *ctx
+		if i > 0 {
+			first = workers[0]
+		}
+		c, err := build(cs, first)
+		workers = append(workers, c)
+		if err != nil {
+			return workers, err
+		}
+	}
+	return workers, nil
+}
+
+var fleetStoreActions = map[string]holdoff.MemoryStoreAction{"down": holdoff.StoreDown, "up": holdoff.StoreUp,
+	"flush": holdoff.StoreFlush}
+
+// fleetSync ticks one worker's fleet and compares its report with expect.
+func (c *ctx) fleetSync(expect any) error {
+	if c.breaker == nil {
+		return fmt.Errorf("the case has no breaker")
+	}
+	r, err := c.breaker.SyncFleet()
+	if err != nil {
+		return err
+	}
+	a := obj{"ok": r.OK, "attached": r.Attached, "granted": r.Granted}
+	if r.OK && r.HasRecord {
+		a["fleet_state"], a["fleet_episode"], a["fleet_recoveries"] = r.State.String(), r.Episode, r.Recoveries
+	}
+	return check(expect, a, "ok", "attached", "granted", "fleet_state", "fleet_episode", "fleet_recoveries")
+}
+
+// caseStep runs a step on the worker it names (`worker`, default 0); a fleet_sync without
+// one ticks every worker in order, and fleet_store acts on the case's memory store.
+func caseStep(cs obj, workers []*ctx, step obj) error {
+	i, named := u64(step["worker"])
+	if _, has := step["worker"]; has && (!named || i >= uint64(len(workers))) {
+		return fmt.Errorf("no worker %v (the case has %d)", step["worker"], len(workers))
+	}
+	switch str(step, "op", "") {
+	case "fleet_store":
+		action, ok := fleetStoreActions[str(step, "action", "")]
+		if !ok || memoryStore(cs) == "" {
+			return fmt.Errorf("fleet_store needs a memory:// fleet and down, up or flush")
+		}
+		if err := holdoff.MemoryStoreControl(memoryStore(cs), action); err != nil {
+			return err
+		}
+		return check(step["expect"], obj{})
+	case "fleet_sync":
+		from, to := 0, len(workers)-1
+		if named {
+			from, to = int(i), int(i)
+		}
+		for j := from; j <= to; j++ {
+			if err := workers[j].fleetSync(step["expect"]); err != nil {
+				return fmt.Errorf("worker %d: %w", j, err)
+			}
+		}
+		return nil
+	}
+	return workers[i].step(step)
+}
+
 func runCase(cs obj, flavour string) error {
-	c, err := build(cs)
-	defer c.close()
-	c.flavour = flavour
+	workers, err := buildWorkers(cs)
+	defer func() {
+		// Later workers first: the first owns the shared clock and configuration.
+		for i := len(workers) - 1; i >= 0; i-- {
+			workers[i].close()
+		}
+	}()
+	for _, c := range workers {
+		c.flavour = flavour
+	}
 	expectErr, wantErr := cs["expect_error"]
 	switch {
 	case err != nil && wantErr:
@@ -727,6 +836,7 @@ func runCase(cs obj, flavour string) error {
 	case wantErr:
 		return fmt.Errorf("expected configuration error %v, but it built", expectErr)
 	}
+	clock := workers[0].clock
 	steps, ok := cs["steps"].([]any)
 	if !ok {
 		return fmt.Errorf("case without steps")
@@ -742,17 +852,17 @@ func runCase(cs obj, flavour string) error {
 		for r := uint64(0); r < repeat; r++ {
 			if hasAt {
 				t := at + r*every
-				if err := c.clock.Set(time.Duration(t) * time.Millisecond); err != nil {
+				if err := clock.Set(time.Duration(t) * time.Millisecond); err != nil {
 					return fmt.Errorf("step %d: clock cannot move to %d: %v", i, t, err)
 				}
 			}
-			if err := c.step(step); err != nil {
+			if err := caseStep(cs, workers, step); err != nil {
 				rep := ""
 				if repeat > 1 {
 					rep = fmt.Sprintf(" (repetition %d)", r)
 				}
 				return fmt.Errorf("step %d %s at %d%s: %v", i, str(step, "op", "?"),
-					c.clock.Now()/time.Millisecond, rep, err)
+					clock.Now()/time.Millisecond, rep, err)
 			}
 		}
 	}

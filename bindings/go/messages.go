@@ -26,6 +26,7 @@ var goTypes = map[string]string{
 	"budget":     "BudgetConfig",
 	"quota":      "QuotaConfig",
 	"classifier": "ClassifierConfig",
+	"fleet":      "BreakerConfig.Fleet",
 }
 
 // goOptions are the options that set a field of the core's configuration.
@@ -33,6 +34,8 @@ var goOptions = map[string]string{
 	"execute.attempt_timeout": "WithAttemptTimeout",
 	"execute.total_timeout":   "WithTotalTimeout",
 	"group.max_keys":          "WithMaxKeys",
+	"fleet.url":               "BreakerConfig.Fleet.URL",
+	"fleet.ttl":               "BreakerConfig.Fleet.TTL",
 }
 
 // goTripParams are the parameters of the TripPolicy constructors, by the core's field name.

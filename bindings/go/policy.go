@@ -127,7 +127,7 @@ func NewPolicy(cfg PolicyConfig, opts ...Option) (*Policy, error) {
 	if cfg.Quota != nil {
 		spec["quota"] = cfg.Quota.spec()
 	}
-	c, err := parseSpec(spec)
+	c, err := parseSpec(withFleet(spec, cfg.Breaker.Fleet))
 	if err != nil {
 		return nil, err
 	}

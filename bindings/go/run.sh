@@ -2,8 +2,10 @@
 # bindings/go: the Go module holdoff.dev/go over the C ABI's static library (cgo).
 #
 #   run.sh test         gofmt, go vet, the benchmark's compile check, then every test (API,
-#                       conformance subtests, stress) under -race
+#                       conformance subtests, stress) under -race, then the multi-process fleet test
 #   run.sh conformance  the conformance subtests only
+#   run.sh fleet        the multi-process fleet test only (tools/fleetworker processes, a real
+#                       redis-server started by conformance/fleet/run.py)
 #   run.sh place DIR    put DIR/libholdoff.a (this machine's) and the header where holdoff.go's
 #                       cgo directives read them, inside the module (bench/go/run.sh uses it)
 #   run.sh dist         dist/go/, a module proxy directory (GOPROXY=file://$PWD/dist/go) serving
@@ -60,6 +62,23 @@ cmd_test() {
   HOLDOFF_BENCH_PROFILE=debug bash "$ROOT/bench/go/run.sh" check   # the benchmark still compiles
   log "go test -race (API tests, conformance, stress)"
   run_conformance go_test -race ./...
+  fleet_test
+}
+
+# The multi-process fleet test (conformance/fleet/README.md): worker processes of
+# tools/fleetworker sharing one breaker through a real redis-server the driver starts.
+fleet_test() {
+  local bin
+  temp -d bin
+  go build -o "$bin/fleetworker" ./tools/fleetworker
+  log "multi-process fleet test"
+  python3 "$ROOT/conformance/fleet/run.py" go -- "$bin/fleetworker"
+}
+
+cmd_fleet() {
+  build_debug
+  cd "$HERE"
+  fleet_test
 }
 
 cmd_conformance() {

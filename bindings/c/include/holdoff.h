@@ -71,6 +71,12 @@
 #define HOLDOFF_CONFIG_EXECUTE 32
 
 /**
+ * `holdoff_config_parts` bit: the configuration has a `fleet` part (the shared record every
+ * breaker built from it attaches to: `holdoff_breaker_new`, and so a policy composed from it).
+ */
+#define HOLDOFF_CONFIG_FLEET 64
+
+/**
  * `holdoff_execution_options` default total timeout: 60 s, so that a call to an unreachable
  * upstream ends within a minute.
  */
@@ -102,7 +108,7 @@
  * for another ABI must not be used (holdoff promises no ABI stability before 1.0; link it
  * statically).
  */
-#define HOLDOFF_ABI_VERSION 3
+#define HOLDOFF_ABI_VERSION 4
 
 /**
  * What a `holdoff_*` function did. Every fallible function returns one.
@@ -336,6 +342,11 @@ enum holdoff_reason
      * An operator reset the breaker to closed.
      */
     HOLDOFF_REASON_RESET = 7,
+    /**
+     * The breaker's fleet record is open (another worker tripped or saw a retry-later): this
+     * breaker opened with it, until the fleet's next probe.
+     */
+    HOLDOFF_REASON_FLEET_OPENED = 8,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -717,6 +728,93 @@ enum holdoff_verdict
 typedef enum holdoff_verdict holdoff_verdict;
 #else
 typedef uint32_t holdoff_verdict;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The state of a fleet's shared record.
+ */
+enum holdoff_fleet_state
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * No worker's breaker is open for the fleet.
+     */
+    HOLDOFF_FLEET_STATE_CLOSED = 0,
+    /**
+     * The fleet is open: every attached worker refuses until the fleet's next probe.
+     */
+    HOLDOFF_FLEET_STATE_OPEN = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_fleet_state holdoff_fleet_state;
+#else
+typedef uint32_t holdoff_fleet_state;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * Why a fleet sync's exchange with the store failed (`holdoff_fleet_sync.error`).
+ */
+enum holdoff_fleet_error
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * The exchange succeeded.
+     */
+    HOLDOFF_FLEET_ERROR_NONE = 0,
+    /**
+     * The store could not be reached or did not answer within `fleet.timeout`.
+     */
+    HOLDOFF_FLEET_ERROR_UNAVAILABLE = 1,
+    /**
+     * The store holds a record that is not a valid fleet record (refused, never used).
+     */
+    HOLDOFF_FLEET_ERROR_CORRUPT = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_fleet_error holdoff_fleet_error;
+#else
+typedef uint32_t holdoff_fleet_error;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * What `holdoff_memory_store_control` does to an in-process store (`memory://<name>`).
+ */
+enum holdoff_memory_store_action
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Every exchange fails (`HOLDOFF_FLEET_ERROR_UNAVAILABLE`) until `UP`.
+     */
+    HOLDOFF_MEMORY_STORE_ACTION_DOWN = 0,
+    /**
+     * Exchanges work again; records are kept.
+     */
+    HOLDOFF_MEMORY_STORE_ACTION_UP = 1,
+    /**
+     * Every record is wiped, as a Redis `FLUSHDB` or an expiry would.
+     */
+    HOLDOFF_MEMORY_STORE_ACTION_FLUSH = 2,
+    /**
+     * A fresh store: every record wiped and the store up (a runner, before each case).
+     */
+    HOLDOFF_MEMORY_STORE_ACTION_RESET = 3,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_memory_store_action holdoff_memory_store_action;
+#else
+typedef uint32_t holdoff_memory_store_action;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -1212,6 +1310,60 @@ typedef struct holdoff_header {
 } holdoff_header;
 
 /**
+ * What one `holdoff_breaker_sync_fleet` did.
+ */
+typedef struct holdoff_fleet_sync {
+    /**
+     * The fleet record's episode (`has_record`): 0 before the fleet ever opened.
+     */
+    uint64_t fleet_episode;
+    /**
+     * The fleet's next probe time, store-clock milliseconds (`has_record`).
+     */
+    uint64_t next_probe_at_ms;
+    /**
+     * Operations sent to the store (trips, claims, answers, a re-publish).
+     */
+    uint64_t sent;
+    /**
+     * The `holdoff_fleet_state` of the record (`has_record`).
+     */
+    uint32_t fleet_state;
+    /**
+     * Probe answers the fleet counted this episode (`has_record`).
+     */
+    uint32_t fleet_recoveries;
+    /**
+     * The `holdoff_fleet_error`: `NONE` when `ok`.
+     */
+    uint32_t error;
+    /**
+     * 1 if the exchange succeeded and the record was applied to the breaker.
+     */
+    uint8_t ok;
+    /**
+     * 1 if the breaker follows the fleet after this sync (0: detached, a local breaker).
+     */
+    uint8_t attached;
+    /**
+     * 1 if this sync detached the breaker (`fleet.fallback_after` without a successful sync).
+     */
+    uint8_t detached;
+    /**
+     * 1 if this sync attached a detached breaker again.
+     */
+    uint8_t reattached;
+    /**
+     * 1 if this sync claimed a probe grant and got it (the breaker's next probe may go now).
+     */
+    uint8_t granted;
+    /**
+     * 1 if the `fleet_*` and `next_probe_at_ms` fields hold the record (only when `ok`).
+     */
+    uint8_t has_record;
+} holdoff_fleet_sync;
+
+/**
  * A parsed delay hint.
  */
 typedef struct holdoff_retry_after {
@@ -1324,9 +1476,13 @@ extern "C" {
 
 /**
  * Creates a closed breaker from `config`'s `breaker` part (the core's defaults if it has none,
- * or if `config` is NULL), reading `clock`. The configuration was validated when parsed.
+ * or if `config` is NULL), reading `clock`. The configuration was validated when parsed. With a
+ * `fleet` part the breaker is attached to the fleet's shared record: a Redis url starts the
+ * link's background thread (nothing connects before it runs, so this never waits on Redis); the
+ * link closes when this handle and every policy composed from it are freed.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
+ * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming `fleet.url` for a `rediss://` url in a build
+ * without TLS; `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
  *
  * # Safety
  * `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
@@ -1456,9 +1612,11 @@ holdoff_status holdoff_breaker_reset(const struct holdoff_breaker *breaker);
  * Creates an empty group whose template is `config`'s `breaker` part (the core's defaults if
  * it has none, or if `config` is NULL), bounded by its `group.max_keys`
  * (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` if absent), reading `clock`. The configuration was
- * validated when parsed, so `holdoff_breaker_group_get` cannot fail on it.
+ * validated when parsed, so `holdoff_breaker_group_get` cannot fail on it. A group's breakers
+ * stay local: a configuration with a `fleet` part is refused.
  *
- * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
+ * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming `fleet` when the configuration has a `fleet`
+ * part; `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
  *
  * # Safety
  * `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
@@ -1746,8 +1904,9 @@ holdoff_status holdoff_clock_advance(const struct holdoff_clock *clock, uint64_t
  * Errors: `HOLDOFF_STATUS_INVALID_CONFIG` with `holdoff_last_error_field` naming the first
  * invalid field as the conformance suite does (`breaker.open_interval.initial` for a NaN or
  * negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000,
- * `execute.total_timeout` for a `total_timeout_ms` of 0; `config` for
- * JSON that does not parse or has an unknown key);
+ * `execute.total_timeout` for a `total_timeout_ms` of 0; `fleet.url`, `fleet.key`,
+ * `fleet.refresh`, `fleet.fallback_after`, `fleet.timeout`, `fleet.ttl` for a bad `fleet` part;
+ * `config` for JSON that does not parse or has an unknown key);
  * `HOLDOFF_STATUS_NULL_PARAMETER`.
  *
  * # Safety
@@ -1777,7 +1936,8 @@ holdoff_status holdoff_config_parts(const struct holdoff_config *config, uint32_
 
 /**
  * Writes the neutral JSON of `config` (NULL: the core's defaults) into `buf`: every part
- * (`breaker`, `budget`, `quota`, `classifier`, `group`, `execute`) with every field explicit,
+ * (`breaker`, `budget`, `quota`, `classifier`, `group`, `execute`; `fleet` when it has one)
+ * with every field explicit,
  * absent parts and fields filled with the core's defaults, so it is exactly what the objects
  * built from the configuration use. Durations are float milliseconds; `null` is "none" (no
  * probe timeout, no default wait, no limit). The text is UTF-8 followed by a NUL, and
@@ -1961,6 +2121,56 @@ const char *holdoff_attempted_name(uint32_t attempted);
  * string.
  */
 const char *holdoff_limit_name(uint32_t limit);
+
+/**
+ * Ticks the breaker's fleet now: sends what the breaker queued (a trip, a retry-later, a
+ * probe's answer; a claim when callers were refused and the fleet's probe is due), makes one
+ * exchange with the store (bounded by `fleet.timeout`) and applies the shared record to the
+ * breaker. A Redis fleet does this in the background (every `fleet.refresh`, and at once when
+ * the breaker queues something or another worker changes the record); this is for tests,
+ * conformance runners and `memory://` fleets, which have no thread. A store that fails is in
+ * the result (`ok` 0, `error`), not an error. Writes what it did to `*out`.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `breaker` when the breaker has no fleet (its
+ * configuration had no `fleet` part, or it came from a group); `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `breaker` must be NULL or a live breaker handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_breaker_sync_fleet(const struct holdoff_breaker *breaker,
+                                          struct holdoff_fleet_sync *out);
+
+/**
+ * Writes 1 to `*out_attached` if the breaker follows its fleet now, 0 if it has no fleet or
+ * runs as a local breaker (detached after `fleet.fallback_after` without a successful sync).
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `breaker` must be NULL or a live breaker handle; `out_attached` NULL or valid for a write.
+ */
+holdoff_status holdoff_breaker_fleet_attached(const struct holdoff_breaker *breaker,
+                                              uint8_t *out_attached);
+
+/**
+ * **For tests.** Controls the in-process store `memory://<name>` (`name`: UTF-8, `name_len`
+ * bytes) that fleets with that url share: `action` is a `holdoff_memory_store_action` (down, up,
+ * flush, reset). A store that does not exist yet is created.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` naming `action` for an unknown action, `name` for text
+ * that is not UTF-8; `HOLDOFF_STATUS_NULL_PARAMETER` (`name` may be NULL only if `name_len` is
+ * 0).
+ *
+ * # Safety
+ * `name` must be valid for reading `name_len` bytes.
+ */
+holdoff_status holdoff_memory_store_control(const char *name, size_t name_len, uint32_t action);
+
+/**
+ * The stable name of a `holdoff_fleet_state` (`closed`, `open`); NULL for an unknown value.
+ * Static string.
+ */
+const char *holdoff_fleet_state_name(uint32_t state);
 
 /**
  * Handles alive now (created and not yet freed), counting every type, in every build.
@@ -2299,7 +2509,7 @@ const char *holdoff_effect_name(uint32_t effect);
 
 /**
  * The stable name of a `holdoff_reason` (`tripped`, `retry_later`, `probe_admitted`,
- * `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`); NULL for an unknown
+ * `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`, `fleet_opened`); NULL for an unknown
  * value. Static string.
  */
 const char *holdoff_reason_name(uint32_t reason);

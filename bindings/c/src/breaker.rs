@@ -1,6 +1,6 @@
 //! `holdoff_breaker` and `holdoff_breaker_group`: the circuit breaker, alone or keyed by upstream.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use hcore::interop::{drain_events_up_to, RawPermit};
@@ -8,6 +8,7 @@ use hcore::{Breaker, BreakerGroup, Permit, StateChange};
 
 use crate::clock::holdoff_clock;
 use crate::config::{build, holdoff_config};
+use crate::fleet::fleet_fail;
 use crate::handle::{handle, non_null, write, Handle};
 use crate::status::{boundary, holdoff_status, Fail};
 use crate::types::{holdoff_effect, holdoff_reason, holdoff_state, opt_ns, outcome_from_c};
@@ -19,7 +20,54 @@ pub struct holdoff_breaker {
     _private: [u8; 0],
 }
 
-handle!(holdoff_breaker => Breaker, Breaker, "breaker");
+handle!(holdoff_breaker => BreakerHandle, Breaker, "breaker", on_free = BreakerHandle::release);
+
+/// What a breaker handle stands for: the core's breaker and, when its configuration has a
+/// `fleet` part, the fleet link it owns. The link closes (its threads joined, its connections
+/// closed, the breaker local again) when the last owner lets go: the handle itself and every
+/// policy composed from it.
+pub(crate) struct BreakerHandle {
+    pub(crate) breaker: Arc<Breaker>,
+    pub(crate) fleet: Option<holdoff_fleet::Fleet>,
+    owners: AtomicUsize,
+}
+
+impl BreakerHandle {
+    /// A handle to a breaker with no fleet (a group member).
+    pub(crate) fn local(breaker: Arc<Breaker>) -> BreakerHandle {
+        BreakerHandle::new(breaker, None)
+    }
+
+    pub(crate) fn new(breaker: Arc<Breaker>, fleet: Option<holdoff_fleet::Fleet>) -> BreakerHandle {
+        BreakerHandle {
+            breaker,
+            fleet,
+            owners: AtomicUsize::new(1),
+        }
+    }
+
+    /// A policy composed from this breaker owns its fleet link too.
+    pub(crate) fn acquire(&self) {
+        self.owners.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// An owner lets go; the last one closes the fleet link.
+    pub(crate) fn release(&self) {
+        if self.owners.fetch_sub(1, Ordering::AcqRel) == 1 {
+            if let Some(f) = &self.fleet {
+                f.close();
+            }
+        }
+    }
+}
+
+impl std::ops::Deref for BreakerHandle {
+    type Target = Breaker;
+
+    fn deref(&self) -> &Breaker {
+        &self.breaker
+    }
+}
 
 /// Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
 /// template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
@@ -235,9 +283,13 @@ fn state_change_to_c(e: &StateChange) -> holdoff_state_change {
 }
 
 /// Creates a closed breaker from `config`'s `breaker` part (the core's defaults if it has none,
-/// or if `config` is NULL), reading `clock`. The configuration was validated when parsed.
+/// or if `config` is NULL), reading `clock`. The configuration was validated when parsed. With a
+/// `fleet` part the breaker is attached to the fleet's shared record: a Redis url starts the
+/// link's background thread (nothing connects before it runs, so this never waits on Redis); the
+/// link closes when this handle and every policy composed from it are freed.
 ///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming `fleet.url` for a `rediss://` url in a build
+/// without TLS; `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
 ///
 /// # Safety
 /// `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
@@ -253,7 +305,13 @@ pub unsafe extern "C" fn holdoff_breaker_new(
     unsafe {
         build(config, out, |c| {
             let k = holdoff_clock::borrow(clock)?;
-            Ok(Breaker::new(c.breaker(), Arc::clone(&k.clock))?)
+            let breaker = Arc::new(Breaker::new(c.breaker(), Arc::clone(&k.clock))?);
+            let fleet = c
+                .fleet()
+                .map(|f| holdoff_fleet::attach(&breaker, f))
+                .transpose()
+                .map_err(fleet_fail)?;
+            Ok(BreakerHandle::new(breaker, fleet))
         })
     }
 }
@@ -489,9 +547,11 @@ pub unsafe extern "C" fn holdoff_breaker_reset(breaker: *const holdoff_breaker) 
 /// Creates an empty group whose template is `config`'s `breaker` part (the core's defaults if
 /// it has none, or if `config` is NULL), bounded by its `group.max_keys`
 /// (`HOLDOFF_GROUP_DEFAULT_MAX_KEYS` if absent), reading `clock`. The configuration was
-/// validated when parsed, so `holdoff_breaker_group_get` cannot fail on it.
+/// validated when parsed, so `holdoff_breaker_group_get` cannot fail on it. A group's breakers
+/// stay local: a configuration with a `fleet` part is refused.
 ///
-/// Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
+/// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` naming `fleet` when the configuration has a `fleet`
+/// part; `HOLDOFF_STATUS_NULL_PARAMETER` (`clock`, `out`).
 ///
 /// # Safety
 /// `config` must be NULL or a live configuration handle; `clock` NULL or a live clock handle;
@@ -507,6 +567,7 @@ pub unsafe extern "C" fn holdoff_breaker_group_new(
     unsafe {
         build(config, out, |c| {
             let k = holdoff_clock::borrow(clock)?;
+            c.check_group()?;
             Ok(BreakerGroup::with_max_keys(
                 c.breaker(),
                 c.group_max_keys(),
@@ -559,7 +620,7 @@ pub unsafe extern "C" fn holdoff_breaker_group_get(
         non_null(out, "out")?;
         let b = g.get(key);
         // SAFETY: checked non-NULL; valid by contract.
-        unsafe { write(out, holdoff_breaker::into_ptr(b)) };
+        unsafe { write(out, holdoff_breaker::into_ptr(Arc::new(BreakerHandle::local(b)))) };
         Ok(holdoff_status::Ok)
     })
 }

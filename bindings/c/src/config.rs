@@ -7,8 +7,9 @@
 use std::ffi::c_char;
 use std::sync::{Arc, OnceLock};
 
+use hcore::fleet::FleetConfig;
 use hcore::interop::config::{
-    BreakerSpec, BudgetSpec, ClassifierSpec, ExecuteSpec, GroupSpec, HoldoffConfig, QuotaSpec,
+    BreakerSpec, BudgetSpec, ClassifierSpec, ExecuteSpec, FleetSpec, GroupSpec, HoldoffConfig, QuotaSpec,
 };
 use hcore::{BreakerConfig, BudgetConfig, ClassifierConfig, ExecutionConfig, QuotaConfig};
 
@@ -30,6 +31,9 @@ pub const HOLDOFF_CONFIG_GROUP: u32 = 16;
 /// `holdoff_config_parts` bit: the configuration has an `execute` part (the time limits of
 /// `holdoff_execution_new`).
 pub const HOLDOFF_CONFIG_EXECUTE: u32 = 32;
+/// `holdoff_config_parts` bit: the configuration has a `fleet` part (the shared record every
+/// breaker built from it attaches to: `holdoff_breaker_new`, and so a policy composed from it).
+pub const HOLDOFF_CONFIG_FLEET: u32 = 64;
 
 /// A parsed, validated configuration in holdoff's neutral JSON format (durations in
 /// milliseconds, `"NaN"`/`"Infinity"` spelled as strings, unknown keys refused; see
@@ -47,6 +51,7 @@ pub(crate) struct ConfigHandle {
     classifier: Option<ClassifierConfig>,
     group_max_keys: Option<usize>,
     execution: Option<ExecutionConfig>,
+    fleet: Option<FleetConfig>,
 }
 
 handle!(holdoff_config => ConfigHandle, Config, "config");
@@ -76,6 +81,23 @@ impl ConfigHandle {
         self.execution.unwrap_or_default()
     }
 
+    /// The fleet a breaker built from this configuration attaches to, if any.
+    pub(crate) fn fleet(&self) -> Option<&FleetConfig> {
+        self.fleet.as_ref()
+    }
+
+    /// Refuses a group template with a fleet: a group's breakers stay local (field `fleet`).
+    pub(crate) fn check_group(&self) -> Result<(), Fail> {
+        if self.fleet.is_some() {
+            let e = hcore::ConfigError {
+                field: "fleet".into(),
+                rule: "not supported with a group".into(),
+            };
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
     /// Every part, every field explicit: what the objects built from this configuration use.
     fn to_spec(&self) -> HoldoffConfig {
         HoldoffConfig {
@@ -87,6 +109,7 @@ impl ConfigHandle {
                 max_keys: Some(i64::try_from(self.group_max_keys()).unwrap_or(i64::MAX)),
             }),
             execute: Some(ExecuteSpec::from(&self.execution())),
+            fleet: self.fleet.as_ref().map(FleetSpec::from),
         }
     }
 }
@@ -106,6 +129,7 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
     let quota = spec.quota.as_ref().map(|s| s.to_config()).transpose()?;
     let classifier = spec.classifier.clone().unwrap_or_default().to_config()?;
     let execution = spec.execute.clone().unwrap_or_default().to_config()?;
+    let fleet = spec.fleet_config(false)?;
     Ok(ConfigHandle {
         breaker,
         budget,
@@ -113,6 +137,7 @@ fn parse(text: &[u8]) -> Result<ConfigHandle, Fail> {
         classifier: spec.classifier.is_some().then_some(classifier),
         group_max_keys: spec.group.is_some().then_some(group_max_keys),
         execution: spec.execute.is_some().then_some(execution),
+        fleet,
     })
 }
 
@@ -158,8 +183,9 @@ pub(crate) unsafe fn build<H: Handle>(
 /// Errors: `HOLDOFF_STATUS_INVALID_CONFIG` with `holdoff_last_error_field` naming the first
 /// invalid field as the conformance suite does (`breaker.open_interval.initial` for a NaN or
 /// negative `initial_ms`, `group.max_keys` for a bound outside 1..=100000000,
-/// `execute.total_timeout` for a `total_timeout_ms` of 0; `config` for
-/// JSON that does not parse or has an unknown key);
+/// `execute.total_timeout` for a `total_timeout_ms` of 0; `fleet.url`, `fleet.key`,
+/// `fleet.refresh`, `fleet.fallback_after`, `fleet.timeout`, `fleet.ttl` for a bad `fleet` part;
+/// `config` for JSON that does not parse or has an unknown key);
 /// `HOLDOFF_STATUS_NULL_PARAMETER`.
 ///
 /// # Safety
@@ -217,6 +243,7 @@ pub unsafe extern "C" fn holdoff_config_parts(
             (c.classifier.is_some(), HOLDOFF_CONFIG_CLASSIFIER),
             (c.group_max_keys.is_some(), HOLDOFF_CONFIG_GROUP),
             (c.execution.is_some(), HOLDOFF_CONFIG_EXECUTE),
+            (c.fleet.is_some(), HOLDOFF_CONFIG_FLEET),
         ] {
             if present {
                 parts |= bit;
@@ -229,7 +256,8 @@ pub unsafe extern "C" fn holdoff_config_parts(
 }
 
 /// Writes the neutral JSON of `config` (NULL: the core's defaults) into `buf`: every part
-/// (`breaker`, `budget`, `quota`, `classifier`, `group`, `execute`) with every field explicit,
+/// (`breaker`, `budget`, `quota`, `classifier`, `group`, `execute`; `fleet` when it has one)
+/// with every field explicit,
 /// absent parts and fields filled with the core's defaults, so it is exactly what the objects
 /// built from the configuration use. Durations are float milliseconds; `null` is "none" (no
 /// probe timeout, no default wait, no limit). The text is UTF-8 followed by a NUL, and

@@ -30,11 +30,11 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use hcore::interop::{AttemptedKind, Coded, StepKind, VerdictKind};
-use hcore::{ConfigError, Execution, ExecutionConfig, Policy, Step, Verdict};
+use hcore::{ConfigError, Execution, ExecutionConfig, Step, Verdict};
 
 use crate::handle::{handle, non_null, write, Handle};
 use crate::http::holdoff_header;
-use crate::policy::holdoff_policy;
+use crate::policy::{holdoff_policy, PolicyRef};
 use crate::status::{boundary, holdoff_status, Fail};
 use crate::types::{
     c_enum, core_coded, core_name, holdoff_give_up_reason, holdoff_wait_source, ns, opt_ns, outcome_from_c,
@@ -58,7 +58,7 @@ pub struct holdoff_execution {
 
 /// The core's execution; `None` once freed (the object itself may outlive its handle in debug
 /// builds, see `holdoff_execution_free`).
-pub(crate) struct ExecutionHandle(Mutex<Option<Execution<Arc<Policy>>>>);
+pub(crate) struct ExecutionHandle(Mutex<Option<Execution<PolicyRef>>>);
 
 handle!(holdoff_execution => ExecutionHandle, Execution, "execution");
 
@@ -388,7 +388,7 @@ fn finish_into(s: &mut holdoff_step, v: Verdict) {
 }
 
 /// A step as C sees it, with the execution's count of attempts and last outcome.
-fn step_to_c(exec: &Execution<Arc<Policy>>, step: Step) -> holdoff_step {
+fn step_to_c(exec: &Execution<PolicyRef>, step: Step) -> holdoff_step {
     let mut s = empty_step(holdoff_step_kind::Attempt);
     s.attempts = exec.attempts();
     if let Some(o) = exec.last_outcome() {
@@ -417,7 +417,7 @@ fn step_to_c(exec: &Execution<Arc<Policy>>, step: Step) -> holdoff_step {
 }
 
 impl ExecutionHandle {
-    fn lock(&self) -> MutexGuard<'_, Option<Execution<Arc<Policy>>>> {
+    fn lock(&self) -> MutexGuard<'_, Option<Execution<PolicyRef>>> {
         // The execution's state is consistent between core calls, so a poisoned lock is usable.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -430,7 +430,7 @@ impl ExecutionHandle {
 unsafe fn drive(
     execution: *const holdoff_execution,
     out: *mut holdoff_step,
-    f: impl FnOnce(&mut Execution<Arc<Policy>>) -> Result<holdoff_step, Fail>,
+    f: impl FnOnce(&mut Execution<PolicyRef>) -> Result<holdoff_step, Fail>,
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract.
@@ -490,7 +490,7 @@ pub unsafe extern "C" fn holdoff_execution_new(
 ) -> holdoff_status {
     boundary(|| {
         // SAFETY: forwarded contract (checks NULL and, in debug builds, liveness).
-        let p = unsafe { holdoff_policy::clone_arc(policy)? };
+        let p = PolicyRef(unsafe { holdoff_policy::clone_arc(policy)? });
         non_null(out, "out")?;
         let o = if options.is_null() {
             holdoff_execution_options::defaults()
@@ -613,7 +613,7 @@ pub unsafe extern "C" fn holdoff_execution_complete_response(
     n_headers: usize,
     out: *mut holdoff_step,
 ) -> holdoff_status {
-    let respond = |e: &mut Execution<Arc<Policy>>| {
+    let respond = |e: &mut Execution<PolicyRef>| {
         // SAFETY: forwarded contract.
         let hs = unsafe { crate::http::headers(headers, n_headers)? };
         let step = e.complete_response(status, hs.iter().map(|(n, v)| (n.as_str(), v.as_str())))?;

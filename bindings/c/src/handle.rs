@@ -121,6 +121,11 @@ pub(crate) trait Handle: Sized {
     /// The parameter name used in NULL and invalid-handle errors.
     const PARAM: &'static str;
 
+    /// Called once by [`Handle::free`] for a valid handle, before its reference is released:
+    /// lets an object give back what the C handle owned (a fleet link) even while debug builds
+    /// keep the object itself allocated in quarantine.
+    fn on_free(_target: &Self::Target) {}
+
     /// Hands ownership of one reference to C.
     fn into_ptr(value: Arc<Self::Target>) -> *mut Self {
         let ptr = Arc::into_raw(value) as *mut Self;
@@ -186,6 +191,7 @@ pub(crate) trait Handle: Sized {
         // `Arc<Target>` whose reference it owns; rebuilding the Arc takes back exactly that
         // reference, once (the registry refused a second free above in debug builds).
         let reference = unsafe { Arc::from_raw(ptr as *const Self::Target) };
+        Self::on_free(&reference);
         #[cfg(debug_assertions)]
         registry::quarantine(Box::new(reference));
         #[cfg(not(debug_assertions))]
@@ -229,12 +235,24 @@ pub extern "C" fn holdoff_debug_checks_handles() -> u8 {
 }
 
 /// Ties an opaque C type (declared as a plain struct so cbindgen sees it) to its `Arc` target.
+/// `on_free = path` names a `fn(&Target)` run when a handle is freed ([`Handle::on_free`]).
 macro_rules! handle {
     ($name:ident => $target:ty, $kind:ident, $param:literal) => {
         impl $crate::handle::Handle for $name {
             type Target = $target;
             const KIND: $crate::handle::Kind = $crate::handle::Kind::$kind;
             const PARAM: &'static str = $param;
+        }
+    };
+    ($name:ident => $target:ty, $kind:ident, $param:literal, on_free = $hook:path) => {
+        impl $crate::handle::Handle for $name {
+            type Target = $target;
+            const KIND: $crate::handle::Kind = $crate::handle::Kind::$kind;
+            const PARAM: &'static str = $param;
+
+            fn on_free(target: &$target) {
+                $hook(target)
+            }
         }
     };
 }

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use hcore::{Before, Call, Policy};
 
-use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit};
+use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit, BreakerHandle};
 use crate::budget::{decision_to_c, holdoff_decision, holdoff_retry_budget};
 use crate::handle::{handle, non_null, write, Handle};
 use crate::http::{classification_to_c, holdoff_classification, holdoff_classifier, holdoff_header};
@@ -36,7 +36,39 @@ pub struct holdoff_policy {
     _private: [u8; 0],
 }
 
-handle!(holdoff_policy => Policy, Policy, "policy");
+handle!(holdoff_policy => PolicyHandle, Policy, "policy", on_free = PolicyHandle::release);
+
+/// What a policy handle stands for: the core's policy and the breaker handle's object it was
+/// composed from, an owner of the breaker's fleet link until the policy handle is freed.
+pub(crate) struct PolicyHandle {
+    policy: Policy,
+    breaker: Arc<BreakerHandle>,
+}
+
+impl PolicyHandle {
+    fn release(&self) {
+        self.breaker.release();
+    }
+}
+
+impl std::ops::Deref for PolicyHandle {
+    type Target = Policy;
+
+    fn deref(&self) -> &Policy {
+        &self.policy
+    }
+}
+
+/// An owning reference to a policy handle's policy, as an execution holds it.
+pub(crate) struct PolicyRef(pub(crate) Arc<PolicyHandle>);
+
+impl std::ops::Deref for PolicyRef {
+    type Target = Policy;
+
+    fn deref(&self) -> &Policy {
+        &self.0.policy
+    }
+}
 
 /// The state of one logical call (all its attempts) under a policy. Thread-safe (internally
 /// locked). Free with `holdoff_policy_call_free`.
@@ -98,7 +130,9 @@ pub unsafe extern "C" fn holdoff_policy_new(
             unsafe { holdoff_classifier::borrow(classifier)? }.clone()
         };
         non_null(out, "out")?;
-        let p = Arc::new(Policy::new(b, g, q, c)?);
+        let policy = Policy::new(Arc::clone(&b.breaker), g, q, c)?;
+        b.acquire();
+        let p = Arc::new(PolicyHandle { policy, breaker: b });
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out, holdoff_policy::into_ptr(p)) };
         Ok(holdoff_status::Ok)

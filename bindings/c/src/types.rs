@@ -83,6 +83,9 @@ pub enum holdoff_reason {
     Disabled = 6,
     /// An operator reset the breaker to closed.
     Reset = 7,
+    /// The breaker's fleet record is open (another worker tripped or saw a retry-later): this
+    /// breaker opened with it, until the fleet's next probe.
+    FleetOpened = 8,
 }
 
 /// The kind of a retry decision.
@@ -243,6 +246,7 @@ c_enum!(
     ForcedOpen,
     Disabled,
     Reset,
+    FleetOpened,
 );
 c_enum!(holdoff_decision_kind: Done, Retry, GiveUp);
 c_enum!(holdoff_wait_source: RetryAfter, Backoff, Breaker);
@@ -367,7 +371,7 @@ pub extern "C" fn holdoff_effect_name(effect: u32) -> *const c_char {
 }
 
 /// The stable name of a `holdoff_reason` (`tripped`, `retry_later`, `probe_admitted`,
-/// `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`); NULL for an unknown
+/// `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`, `fleet_opened`); NULL for an unknown
 /// value. Static string.
 #[no_mangle]
 pub extern "C" fn holdoff_reason_name(reason: u32) -> *const c_char {

@@ -4,7 +4,8 @@
  * leases given back twice or to another quota, integers that are not HTTP statuses, caught
  * panics), thread safety of a shared breaker, bounded groups, the constructors' NULL
  * configuration and the neutral JSON written back (`holdoff_config_to_json`), and the execution
- * API (misuse, options, a deadline storm of 20 callers). Time moves only through a manual clock.
+ * API (misuse, options, a deadline storm of 20 callers), fleets on the in-process store (sync,
+ * detach and re-attach, refused fleet configurations). Time moves only through a manual clock.
  * Prints `N passed, N failed`.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -1337,6 +1338,111 @@ static void test_short_options(void) {
     munmap(mem, (size_t)page * 2);
 }
 
+/* A fleet on the in-process store: a trip at one worker opens the other at its next sync, a
+ * store that fails detaches after fallback_after and a working one attaches again; the bad
+ * inputs name their field. */
+static void test_fleet(void) {
+    const char *store = "api-test-fleet";
+    CHECK_STATUS(holdoff_memory_store_control(store, strlen(store), HOLDOFF_MEMORY_STORE_ACTION_RESET),
+                 HOLDOFF_STATUS_OK);
+    holdoff_clock *clock = manual();
+    holdoff_config *c = config("{\"breaker\": {\"trip\": {\"policy\": \"consecutive\", \"threshold\": 1},"
+                               " \"open_interval\": {\"initial_ms\": 10000, \"multiplier\": 1}},"
+                               " \"fleet\": {\"url\": \"memory://%s\", \"key\": \"payments\", \"refresh_ms\": 50,"
+                               " \"fallback_after_ms\": 1000}}",
+                               store);
+    uint32_t parts = 0;
+    CHECK_STATUS(holdoff_config_parts(c, &parts), HOLDOFF_STATUS_OK);
+    CHECK(parts == (HOLDOFF_CONFIG_BREAKER | HOLDOFF_CONFIG_FLEET));
+    char json[2048];
+    size_t len = 0;
+    CHECK_STATUS(holdoff_config_to_json(c, json, sizeof json, &len), HOLDOFF_STATUS_OK);
+    CHECK(strstr(json, "\"key\":\"payments\"") != NULL && strstr(json, "\"fallback_after_ms\":1000") != NULL);
+    holdoff_breaker *w0 = NULL, *w1 = NULL, *local = breaker(clock);
+    CHECK_STATUS(holdoff_breaker_new(c, clock, &w0), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_new(c, clock, &w1), HOLDOFF_STATUS_OK);
+    holdoff_breaker_group *g = NULL;
+    CHECK_STATUS(holdoff_breaker_group_new(c, clock, &g), HOLDOFF_STATUS_INVALID_CONFIG);
+    CHECK(g == NULL && strcmp(holdoff_last_error_field(), "fleet") == 0);
+
+    holdoff_permit p;
+    holdoff_refusal r;
+    holdoff_fleet_sync s;
+    CHECK_STATUS(holdoff_breaker_allow(w0, &p, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_record(w0, &p, HOLDOFF_OUTCOME_FAILURE, 0, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_clock_set(clock, 100 * MS), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_allow(w1, &p, NULL), HOLDOFF_STATUS_OK); /* w1 has not heard yet */
+    CHECK_STATUS(holdoff_breaker_record(w1, &p, HOLDOFF_OUTCOME_SUCCESS, 0, NULL), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(w0, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.ok && s.attached && s.has_record && s.fleet_state == HOLDOFF_FLEET_STATE_OPEN && s.fleet_episode == 1 &&
+          s.error == HOLDOFF_FLEET_ERROR_NONE && s.sent == 1 && s.next_probe_at_ms == 10000);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(w1, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.ok && s.fleet_state == HOLDOFF_FLEET_STATE_OPEN && s.fleet_episode == 1 && s.sent == 0);
+    CHECK_STATUS(holdoff_breaker_allow(w1, &p, &r), HOLDOFF_STATUS_BREAKER_OPEN);
+    CHECK(r.state == HOLDOFF_STATE_OPEN && r.has_retry_after && r.retry_after_ns == 9900 * MS);
+    holdoff_state_change ev[4];
+    size_t n = 0;
+    CHECK_STATUS(holdoff_breaker_drain_events(w1, ev, 4, &n), HOLDOFF_STATUS_OK);
+    CHECK(n == 1 && ev[0].reason == HOLDOFF_REASON_FLEET_OPENED);
+    CHECK(strcmp(holdoff_reason_name(HOLDOFF_REASON_FLEET_OPENED), "fleet_opened") == 0);
+    CHECK(strcmp(holdoff_fleet_state_name(HOLDOFF_FLEET_STATE_OPEN), "open") == 0);
+    CHECK(holdoff_fleet_state_name(2) == NULL);
+
+    /* The store down: results, not errors; detached after fallback_after, attached again. */
+    CHECK_STATUS(holdoff_memory_store_control(store, strlen(store), HOLDOFF_MEMORY_STORE_ACTION_DOWN),
+                 HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(w1, &s), HOLDOFF_STATUS_OK);
+    CHECK(!s.ok && s.attached && !s.has_record && s.error == HOLDOFF_FLEET_ERROR_UNAVAILABLE);
+    CHECK_STATUS(holdoff_clock_set(clock, 1200 * MS), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(w1, &s), HOLDOFF_STATUS_OK);
+    uint8_t attached = 1;
+    CHECK(!s.ok && !s.attached && s.detached);
+    CHECK_STATUS(holdoff_breaker_fleet_attached(w1, &attached), HOLDOFF_STATUS_OK);
+    CHECK(attached == 0);
+    CHECK_STATUS(holdoff_memory_store_control(store, strlen(store), HOLDOFF_MEMORY_STORE_ACTION_UP),
+                 HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(w1, &s), HOLDOFF_STATUS_OK);
+    CHECK(s.ok && s.attached && s.reattached && s.fleet_episode == 1);
+    CHECK_STATUS(holdoff_breaker_fleet_attached(w1, &attached), HOLDOFF_STATUS_OK);
+    CHECK(attached == 1);
+
+    /* A policy composed from a fleet breaker owns the link too: the breaker handle may go first. */
+    holdoff_retry_budget *budget = NULL;
+    holdoff_policy *policy = NULL;
+    CHECK_STATUS(holdoff_retry_budget_new(NULL, clock, &budget), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_policy_new(w0, budget, NULL, NULL, &policy), HOLDOFF_STATUS_OK);
+    CHECK_STATUS(holdoff_breaker_free(w0), HOLDOFF_STATUS_OK);
+
+    /* Bad input names its field; a breaker without a fleet cannot sync. */
+    CHECK_STATUS(holdoff_breaker_sync_fleet(local, &s), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "breaker") == 0);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(w1, NULL), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_sync_fleet(NULL, &s), HOLDOFF_STATUS_NULL_PARAMETER);
+    CHECK_STATUS(holdoff_breaker_fleet_attached(local, &attached), HOLDOFF_STATUS_OK);
+    CHECK(attached == 0);
+    CHECK_STATUS(holdoff_memory_store_control(store, strlen(store), 9), HOLDOFF_STATUS_INVALID_INPUT);
+    CHECK(strcmp(holdoff_last_error_field(), "action") == 0);
+    CHECK_STATUS(holdoff_memory_store_control(NULL, 3, HOLDOFF_MEMORY_STORE_ACTION_UP), HOLDOFF_STATUS_NULL_PARAMETER);
+    const char *bad[][2] = {
+        {"{\"fleet\": {\"url\": \"http://x\", \"key\": \"k\"}}", "fleet.url"},
+        {"{\"fleet\": {\"key\": \"k\"}}", "fleet.url"},
+        {"{\"fleet\": {\"url\": \"memory://x\", \"key\": \"a b\"}}", "fleet.key"},
+        {"{\"fleet\": {\"url\": \"memory://x\", \"key\": \"k\", \"refresh_ms\": 0}}", "fleet.refresh"},
+        {"{\"fleet\": {\"url\": \"memory://x\", \"key\": \"k\", \"ttl_ms\": \"NaN\"}}", "fleet.ttl"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        holdoff_config *refused = NULL;
+        CHECK_STATUS(holdoff_config_parse(bad[i][0], strlen(bad[i][0]), &refused), HOLDOFF_STATUS_INVALID_CONFIG);
+        CHECK(refused == NULL && strcmp(holdoff_last_error_field(), bad[i][1]) == 0);
+    }
+    holdoff_policy_free(policy);
+    holdoff_retry_budget_free(budget);
+    holdoff_breaker_free(w1);
+    holdoff_breaker_free(local);
+    holdoff_config_free(c);
+    holdoff_clock_free(clock);
+}
+
 int main(void) {
     test_versions();
     test_null_parameters();
@@ -1351,6 +1457,7 @@ int main(void) {
     test_give_up_above_cap();
     test_quota();
     test_group();
+    test_fleet();
     test_execution_bad_input();
     test_execution_loop();
     test_execution_deadline_storm();

@@ -18,7 +18,7 @@
 
 #include "holdoff.h"
 
-#define SUITE_VERSION 2
+#define SUITE_VERSION 3
 #define NS_PER_MS 1000000ULL
 #define MAX_HEADERS 64
 
@@ -197,6 +197,9 @@ typedef struct {
     VEC(state_entry) states;
     VEC(pcall_entry) pcalls;
     VEC(lease_entry) leases;
+    /* 1 for the second and later workers of a fleet case: the clock and configuration are the
+     * first worker's, freed with it. */
+    int borrowed;
 } ctx_t;
 
 static void ctx_free(ctx_t *c) {
@@ -218,8 +221,10 @@ static void ctx_free(ctx_t *c) {
     free(c->pcalls.items);
     free(c->leases.items);
     /* Freed in creation order on purpose: objects keep what they need alive. */
-    holdoff_clock_free(c->clock);
-    holdoff_config_free(c->config);
+    if (!c->borrowed) {
+        holdoff_clock_free(c->clock);
+        holdoff_config_free(c->config);
+    }
     holdoff_breaker_free(c->breaker);
     holdoff_breaker_group_free(c->group);
     holdoff_retry_budget_free(c->budget);
@@ -360,19 +365,28 @@ static int read_headers(err_t *e, const cJSON *step, holdoff_header *out) {
 
 static int bool_of(const cJSON *o, const char *k) { return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k)); }
 
-/* Builds the case's objects. Returns HOLDOFF_STATUS_OK or the first error's status. */
-static holdoff_status build(const cJSON *cs, ctx_t *c) {
+/* Builds one worker's objects: the first worker (`first` NULL) parses the configuration and
+ * makes the manual clock, every later worker builds from the same two. Returns
+ * HOLDOFF_STATUS_OK or the first error's status. */
+static holdoff_status build(const cJSON *cs, ctx_t *c, const ctx_t *first) {
     memset(c, 0, sizeof *c);
-    const cJSON *config = cJSON_GetObjectItemCaseSensitive(cs, "config");
-    char *text = config ? cJSON_PrintUnformatted(config) : dupstr("{}");
-    holdoff_status st = holdoff_config_parse(text, strlen(text), &c->config);
-    free(text);
-    if (st != HOLDOFF_STATUS_OK) return st;
-    uint64_t origin_ms = 0;
-    const cJSON *clock = cJSON_GetObjectItemCaseSensitive(cs, "clock");
-    if (clock) json_u64(cJSON_GetObjectItemCaseSensitive(clock, "wall_origin_unix_ms"), &origin_ms);
-    st = holdoff_clock_new_manual(origin_ms * NS_PER_MS, &c->clock);
-    if (st != HOLDOFF_STATUS_OK) return st;
+    holdoff_status st;
+    if (first) {
+        c->config = first->config;
+        c->clock = first->clock;
+        c->borrowed = 1;
+    } else {
+        const cJSON *config = cJSON_GetObjectItemCaseSensitive(cs, "config");
+        char *text = config ? cJSON_PrintUnformatted(config) : dupstr("{}");
+        st = holdoff_config_parse(text, strlen(text), &c->config);
+        free(text);
+        if (st != HOLDOFF_STATUS_OK) return st;
+        uint64_t origin_ms = 0;
+        const cJSON *clock = cJSON_GetObjectItemCaseSensitive(cs, "clock");
+        if (clock) json_u64(cJSON_GetObjectItemCaseSensitive(clock, "wall_origin_unix_ms"), &origin_ms);
+        st = holdoff_clock_new_manual(origin_ms * NS_PER_MS, &c->clock);
+        if (st != HOLDOFF_STATUS_OK) return st;
+    }
     uint32_t parts = 0;
     holdoff_config_parts(c->config, &parts);
     if (parts & HOLDOFF_CONFIG_BREAKER) {
@@ -1093,10 +1107,112 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
     return rc;
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Fleet cases: workers sharing one in-process store                                           */
+
+static const char *const K_FLEET_SYNC[] = {"ok", "attached", "granted", "fleet_state", "fleet_episode",
+                                           "fleet_recoveries", NULL};
+
+/* The store name of the case's `memory://<name>` fleet url, or NULL. */
+static const char *memory_store_name(const cJSON *cs) {
+    const cJSON *fleet = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cs, "config"), "fleet");
+    const char *url = str_of(fleet, "url", NULL);
+    const char *scheme = "memory://";
+    return url && strncmp(url, scheme, strlen(scheme)) == 0 ? url + strlen(scheme) : NULL;
+}
+
+/* A fresh, empty, up store before the case: names are reused between runs of one process. */
+static void fleet_store_fresh(const cJSON *cs) {
+    const char *name = memory_store_name(cs);
+    if (name) holdoff_memory_store_control(name, strlen(name), HOLDOFF_MEMORY_STORE_ACTION_RESET);
+}
+
+static int step_fleet_store(err_t *e, const cJSON *cs, const cJSON *step) {
+    static const char *const names[] = {"down", "up", "flush", NULL};
+    static const uint32_t actions[] = {HOLDOFF_MEMORY_STORE_ACTION_DOWN, HOLDOFF_MEMORY_STORE_ACTION_UP,
+                                       HOLDOFF_MEMORY_STORE_ACTION_FLUSH};
+    const char *name = memory_store_name(cs), *action = str_of(step, "action", "");
+    if (!name) return fail(e, "fleet_store needs a memory:// fleet url");
+    for (int i = 0; names[i]; i++)
+        if (strcmp(names[i], action) == 0) {
+            if (holdoff_memory_store_control(name, strlen(name), actions[i]) != HOLDOFF_STATUS_OK)
+                return fail(e, "holdoff_memory_store_control: %s", holdoff_last_error_message());
+            return check(e, cJSON_GetObjectItemCaseSensitive(step, "expect"), NULL, K_NONE);
+        }
+    return fail(e, "unknown fleet_store action \"%s\"", action);
+}
+
+/* One worker's tick, its report compared with the step's `expect`. */
+static int step_fleet_sync(err_t *e, ctx_t *c, const cJSON *step) {
+    holdoff_fleet_sync r;
+    if (!c->breaker) return fail(e, "the case has no breaker");
+    if (holdoff_breaker_sync_fleet(c->breaker, &r) != HOLDOFF_STATUS_OK)
+        return fail(e, "holdoff_breaker_sync_fleet: %s", holdoff_last_error_message());
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddBoolToObject(a, "ok", r.ok);
+    cJSON_AddBoolToObject(a, "attached", r.attached);
+    cJSON_AddBoolToObject(a, "granted", r.granted);
+    if (r.ok && r.has_record) {
+        cJSON_AddStringToObject(a, "fleet_state", holdoff_fleet_state_name(r.fleet_state));
+        cJSON_AddNumberToObject(a, "fleet_episode", (double)r.fleet_episode);
+        cJSON_AddNumberToObject(a, "fleet_recoveries", r.fleet_recoveries);
+    }
+    int rc = check(e, cJSON_GetObjectItemCaseSensitive(step, "expect"), a, K_FLEET_SYNC);
+    cJSON_Delete(a);
+    return rc;
+}
+
+/* The workers of a case: `workers` (default 1) built from one configuration on one clock. */
+typedef struct {
+    ctx_t *w;
+    int n;
+} case_t;
+
+static void case_free(case_t *k) {
+    /* Later workers first: the first one owns the shared clock and configuration. */
+    for (int i = k->n - 1; i >= 0; i--) ctx_free(&k->w[i]);
+    free(k->w);
+}
+
+/* Builds every worker; on an error, k->n counts the workers to free. */
+static holdoff_status case_build(const cJSON *cs, case_t *k) {
+    uint64_t n = 1;
+    const cJSON *workers = cJSON_GetObjectItemCaseSensitive(cs, "workers");
+    if (workers && (!json_u64(workers, &n) || n < 1 || n > 64)) n = 1;
+    k->w = calloc((size_t)n, sizeof *k->w);
+    k->n = 0;
+    fleet_store_fresh(cs);
+    for (uint64_t i = 0; i < n; i++) {
+        holdoff_status st = build(cs, &k->w[i], i == 0 ? NULL : &k->w[0]);
+        k->n++;
+        if (st != HOLDOFF_STATUS_OK) return st;
+    }
+    return HOLDOFF_STATUS_OK;
+}
+
+/* Runs one step on the worker it names (`worker`, default 0); the fleet ops that address every
+ * worker run here. */
+static int case_step(err_t *e, case_t *k, const cJSON *cs, const cJSON *step) {
+    const char *op = str_of(step, "op", "");
+    const cJSON *worker = cJSON_GetObjectItemCaseSensitive(step, "worker");
+    uint64_t i = 0;
+    if (worker && (!json_u64(worker, &i) || i >= (uint64_t)k->n))
+        return fail(e, "no worker %s (the case has %d)", worker->valuestring ? worker->valuestring : "?", k->n);
+    if (strcmp(op, "fleet_store") == 0) return step_fleet_store(e, cs, step);
+    if (strcmp(op, "fleet_sync") == 0) {
+        for (int j = worker ? (int)i : 0; j <= (worker ? (int)i : k->n - 1); j++) {
+            err_t sub = {{0}, 0};
+            if (step_fleet_sync(&sub, &k->w[j], step) != 0) return fail(e, "worker %d: %s", j, sub.text);
+        }
+        return 0;
+    }
+    return run_step(e, &k->w[i], cs, step);
+}
+
 static int run_case(err_t *e, const cJSON *cs) {
     const cJSON *expect_error = cJSON_GetObjectItemCaseSensitive(cs, "expect_error");
-    ctx_t c;
-    holdoff_status st = build(cs, &c);
+    case_t k;
+    holdoff_status st = case_build(cs, &k);
     if (st != HOLDOFF_STATUS_OK) {
         int rc;
         if (!is_error(st)) {
@@ -1111,21 +1227,22 @@ static int run_case(err_t *e, const cJSON *cs) {
             rc = check(e, expect_error, a, (const char *const[]){"error", "field", NULL});
             cJSON_Delete(a);
         }
-        ctx_free(&c);
+        case_free(&k);
         return rc;
     }
     if (expect_error) {
         char *w = cJSON_PrintUnformatted(expect_error);
         fail(e, "expected configuration error %s, but it built", w);
         free(w);
-        ctx_free(&c);
+        case_free(&k);
         return -1;
     }
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(cs, "steps");
     if (!cJSON_IsArray(steps)) {
-        ctx_free(&c);
+        case_free(&k);
         return fail(e, "case without steps");
     }
+    holdoff_clock *clock = k.w[0].clock;
     int i = 0, rc = 0;
     const cJSON *step;
     cJSON_ArrayForEach(step, steps) {
@@ -1136,16 +1253,16 @@ static int run_case(err_t *e, const cJSON *cs) {
         for (uint64_t r = 0; r < repeat && rc == 0; r++) {
             if (has_at) {
                 uint64_t t = at + r * every;
-                if (holdoff_clock_set(c.clock, t * NS_PER_MS) != HOLDOFF_STATUS_OK) {
+                if (holdoff_clock_set(clock, t * NS_PER_MS) != HOLDOFF_STATUS_OK) {
                     rc = fail(e, "step %d: clock cannot move to %llu: %s", i, (unsigned long long)t,
                               holdoff_last_error_message());
                     break;
                 }
             }
             err_t sub = {{0}, 0};
-            if (run_step(&sub, &c, cs, step) != 0) {
+            if (case_step(&sub, &k, cs, step) != 0) {
                 uint64_t now = 0;
-                holdoff_clock_now(c.clock, &now);
+                holdoff_clock_now(clock, &now);
                 char rep[64] = "";
                 if (repeat > 1) snprintf(rep, sizeof rep, " (repetition %llu)", (unsigned long long)r);
                 rc = fail(e, "step %d %s at %llu%s: %s", i, str_of(step, "op", "?"),
@@ -1155,7 +1272,7 @@ static int run_case(err_t *e, const cJSON *cs) {
         if (rc) break;
         i++;
     }
-    ctx_free(&c);
+    case_free(&k);
     return rc;
 }
 

@@ -27,5 +27,7 @@ namespace Holdoff
         public static string Of(HintSource v) { return Native.Str(Native.holdoff_hint_source_name((uint)v)); }
         /// <summary>The stable name of what BeforeAttempt answers.</summary>
         public static string Of(BeforeAction v) { return Native.Str(Native.holdoff_before_action_name((uint)v)); }
+        /// <summary>The stable name of a fleet record's state.</summary>
+        public static string Of(FleetState v) { return Native.Str(Native.holdoff_fleet_state_name((uint)v)); }
     }
 }

@@ -463,6 +463,7 @@ namespace Holdoff.Tests
             DeadlineStorm();
             HttpAndQuota();
             Groups();
+            Fleets();
             BudgetAboveCap();
             PolicyStatuses();
             ProbeRules();

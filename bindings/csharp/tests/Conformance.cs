@@ -42,20 +42,25 @@ namespace Holdoff.Tests
         public readonly Dictionary<string, QuotaLease> Leases = new Dictionary<string, QuotaLease>();
         /// <summary>The breaker objects the group handed out (the runner owns and disposes them).</summary>
         public readonly List<Breaker> FromGroup = new List<Breaker>();
+        /// <summary>A fleet case's later worker: the clock and configuration are the first's.</summary>
+        public bool Borrowed;
 
         public void Dispose()
         {
             foreach (var b in FromGroup) b.Dispose();
             foreach (var s in States.Values) s.Dispose();
             foreach (var c in Calls.Values) c.Dispose();
-            foreach (IDisposable d in new IDisposable[] { Policy, Classifier, Quota, Budget, Group, Breaker, Config, Clock })
+            foreach (IDisposable d in new IDisposable[] { Policy, Classifier, Quota, Budget, Group, Breaker })
                 if (d != null) d.Dispose();
+            if (Borrowed) return;
+            if (Config != null) Config.Dispose();
+            if (Clock != null) Clock.Dispose();
         }
     }
 
     static class Conformance
     {
-        const int SuiteVersion = 2;
+        const int SuiteVersion = 3;
 
         internal static object Ms(TimeSpan d)
         {
@@ -192,16 +197,28 @@ namespace Holdoff.Tests
             return hs;
         }
 
-        static Ctx Build(JsonNode cs)
+        /// <summary>One worker's objects: the first worker (<paramref name="first"/> null) parses
+        /// the configuration and makes the manual clock; every later worker of a fleet case builds
+        /// from the same two.</summary>
+        static Ctx Build(JsonNode cs, Ctx first)
         {
             var c = new Ctx();
             try
             {
-                var config = cs.Get("config");
-                c.Config = HoldoffConfig.Parse(config != null ? config.Raw : "{}");
-                var clock = cs.Get("clock");
-                ulong origin = clock != null ? (clock.U64("wall_origin_unix_ms") ?? 0) : 0;
-                c.Clock = new ManualClock(DateTimeOffset.FromUnixTimeMilliseconds((long)origin));
+                if (first != null)
+                {
+                    c.Config = first.Config;
+                    c.Clock = first.Clock;
+                    c.Borrowed = true;
+                }
+                else
+                {
+                    var config = cs.Get("config");
+                    c.Config = HoldoffConfig.Parse(config != null ? config.Raw : "{}");
+                    var clock = cs.Get("clock");
+                    ulong origin = clock != null ? (clock.U64("wall_origin_unix_ms") ?? 0) : 0;
+                    c.Clock = new ManualClock(DateTimeOffset.FromUnixTimeMilliseconds((long)origin));
+                }
                 var parts = c.Config.Parts;
                 if ((parts & ConfigParts.Breaker) != 0)
                 {
@@ -582,14 +599,106 @@ namespace Holdoff.Tests
             throw new CaseFailure("unknown op \"" + op + "\"");
         }
 
+        /// <summary>The store name of the case's memory://name fleet url, or null.</summary>
+        static string MemoryStore(JsonNode cs)
+        {
+            var config = cs.Get("config");
+            var fleet = config != null ? config.Get("fleet") : null;
+            string url = fleet != null ? fleet.Str("url", null) : null;
+            return url != null && url.StartsWith("memory://", StringComparison.Ordinal) ? url.Substring(9) : null;
+        }
+
+        /// <summary>The case's `workers` (default 1), built from one configuration on one clock
+        /// after a reset of its memory store (names are reused between runs of one process).
+        /// On a failure the workers built so far are disposed.</summary>
+        static List<Ctx> BuildWorkers(JsonNode cs)
+        {
+            ulong n = cs.U64("workers") ?? 1;
+            string store = MemoryStore(cs);
+            if (store != null) Fleet.MemoryStoreControl(store, MemoryStoreAction.Reset);
+            var workers = new List<Ctx>();
+            try
+            {
+                for (ulong i = 0; i < Math.Max(n, 1); i++) workers.Add(Build(cs, i == 0 ? null : workers[0]));
+                return workers;
+            }
+            catch
+            {
+                DisposeWorkers(workers);
+                throw;
+            }
+        }
+
+        /// <summary>Later workers first: the first owns the shared clock and configuration.</summary>
+        static void DisposeWorkers(List<Ctx> workers)
+        {
+            for (int i = workers.Count - 1; i >= 0; i--) workers[i].Dispose();
+        }
+
+        static readonly Dictionary<string, MemoryStoreAction> StoreActions = new Dictionary<string, MemoryStoreAction>
+        {
+            { "down", MemoryStoreAction.Down }, { "up", MemoryStoreAction.Up }, { "flush", MemoryStoreAction.Flush },
+        };
+
+        /// <summary>One worker's fleet tick, its report compared with <paramref name="expect"/>.</summary>
+        static void FleetSyncStep(Ctx c, JsonNode expect)
+        {
+            if (c.Breaker == null) throw new CaseFailure("the case has no breaker");
+            var r = c.Breaker.SyncFleet();
+            var a = new Dictionary<string, object> { { "ok", r.Ok }, { "attached", r.Attached }, { "granted", r.Granted } };
+            if (r.Ok && r.State.HasValue)
+            {
+                a["fleet_state"] = Names.Of(r.State.Value);
+                a["fleet_episode"] = r.Episode.Value;
+                a["fleet_recoveries"] = r.Recoveries.Value;
+            }
+            Check(expect, a, "ok", "attached", "granted", "fleet_state", "fleet_episode", "fleet_recoveries");
+        }
+
+        /// <summary>Runs a step on the worker it names (`worker`, default 0); a fleet_sync without
+        /// one ticks every worker in order, and fleet_store acts on the case's memory store.</summary>
+        static void CaseStep(JsonNode cs, List<Ctx> workers, JsonNode step)
+        {
+            var named = step.U64("worker");
+            if (step.Get("worker") != null && (!named.HasValue || named.Value >= (ulong)workers.Count))
+                throw new CaseFailure("no worker " + step.Get("worker").Raw + " (the case has " + workers.Count + ")");
+            int i = (int)(named ?? 0);
+            switch (step.Str("op", null))
+            {
+                case "fleet_store":
+                    MemoryStoreAction action;
+                    string store = MemoryStore(cs);
+                    if (store == null || !StoreActions.TryGetValue(step.Str("action", ""), out action))
+                        throw new CaseFailure("fleet_store needs a memory:// fleet and down, up or flush");
+                    Fleet.MemoryStoreControl(store, action);
+                    Check(step.Get("expect"), new Dictionary<string, object>());
+                    return;
+                case "fleet_sync":
+                    int from = named.HasValue ? i : 0, to = named.HasValue ? i : workers.Count - 1;
+                    for (int j = from; j <= to; j++)
+                    {
+                        try
+                        {
+                            FleetSyncStep(workers[j], step.Get("expect"));
+                        }
+                        catch (CaseFailure e)
+                        {
+                            throw new CaseFailure("worker " + j + ": " + e.Message);
+                        }
+                    }
+                    return;
+            }
+            Step(workers[i], step);
+        }
+
         static void RunCase(JsonNode cs, string flavour)
         {
             var expectError = cs.Get("expect_error");
-            Ctx c;
+            List<Ctx> workers;
             try
             {
-                c = Build(cs);
-                c.Flavour = flavour;
+                workers = BuildWorkers(cs);
+                foreach (var w in workers) w.Flavour = flavour;
             }
             catch (Exception e)
             {
@@ -601,8 +710,9 @@ namespace Holdoff.Tests
                 Check(expectError, a, "error", "field");
                 return;
             }
-            using (c)
+            try
             {
+                var clock = workers[0].Clock;
                 if (expectError != null) throw new CaseFailure("expected configuration error " + expectError.Raw + ", but it built");
                 var steps = cs.Get("steps");
                 if (steps == null || steps.Kind != JsonKind.Array) throw new CaseFailure("case without steps");
@@ -618,7 +728,7 @@ namespace Holdoff.Tests
                             ulong t = at.Value + r * every;
                             try
                             {
-                                c.Clock.Set(TimeSpan.FromTicks((long)t * TimeSpan.TicksPerMillisecond));
+                                clock.Set(TimeSpan.FromTicks((long)t * TimeSpan.TicksPerMillisecond));
                             }
                             catch (HoldoffException e)
                             {
@@ -627,16 +737,20 @@ namespace Holdoff.Tests
                         }
                         try
                         {
-                            Step(c, step);
+                            CaseStep(cs, workers, step);
                         }
                         catch (Exception e)
                         {
                             throw new CaseFailure(string.Format("step {0} {1} at {2}{3}: {4}", i, step.Str("op", "?"),
-                                c.Clock.Now.Ticks / TimeSpan.TicksPerMillisecond, repeat > 1 ? " (repetition " + r + ")" : "",
+                                clock.Now.Ticks / TimeSpan.TicksPerMillisecond, repeat > 1 ? " (repetition " + r + ")" : "",
                                 e is CaseFailure ? e.Message : e.GetType().Name + ": " + e.Message));
                         }
                     }
                 }
+            }
+            finally
+            {
+                DisposeWorkers(workers);
             }
         }
 

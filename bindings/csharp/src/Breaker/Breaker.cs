@@ -26,6 +26,31 @@ namespace Holdoff
         /// <summary>Releases this object (a group's breaker stays in its group).</summary>
         public void Dispose() { Handle.Dispose(); }
 
+        /// <summary>Ticks the breaker's fleet now: sends what the breaker queued (a trip, a
+        /// retry-later, a probe's answer, a claim), makes one exchange with the store (bounded by
+        /// <see cref="FleetOptions.Timeout"/>) and applies the shared record. A Redis fleet does
+        /// this on its background thread; this is for tests and memory:// fleets. A failing store
+        /// is in the result (Ok false, Failure), not an exception. InvalidInputException (ParamName
+        /// breaker) when the breaker has no fleet.</summary>
+        public FleetSync SyncFleet()
+        {
+            Interop.FleetSyncC r;
+            Status.Check(Native.holdoff_breaker_sync_fleet(Handle, out r));
+            return new FleetSync(r);
+        }
+
+        /// <summary>Whether the breaker follows its fleet now: false without a fleet, or while
+        /// detached (<see cref="FleetOptions.FallbackAfter"/> without a successful sync).</summary>
+        public bool FleetAttached
+        {
+            get
+            {
+                byte a;
+                Status.Check(Native.holdoff_breaker_fleet_attached(Handle, out a));
+                return a != 0;
+            }
+        }
+
         /// <summary>Admits the call (true, with its permit) or refuses it (false, with the refusal
         /// and a null permit). The only act of admission: never use it as a "ready?" check.</summary>
         public bool TryAllow(out Permit permit, out BreakerOpenException refusal)

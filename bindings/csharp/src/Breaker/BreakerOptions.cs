@@ -46,6 +46,11 @@ namespace Holdoff
         /// <summary>The seed of the jitter's pseudo-random sequence.</summary>
         public ulong Seed { get; set; }
 
+        /// <summary>The fleet this breaker shares (<see cref="FleetOptions"/>); null (the default):
+        /// a local breaker. A group refuses a template with a fleet (InvalidConfigException, field
+        /// fleet): groups stay local.</summary>
+        public FleetOptions Fleet { get; set; }
+
         /// <summary>The core's defaults.</summary>
         public BreakerOptions()
         {

@@ -98,7 +98,37 @@ namespace Holdoff
             };
             if (b.ProbeTimeout.HasValue) f.Add(Span(P, "probe_timeout", "BreakerOptions.ProbeTimeout", b.ProbeTimeout.Value));
             parts.Add("\"breaker\":{" + string.Join(",", f) + "}");
+            if (b.Fleet != null) Fleet(b.Fleet);
             return this;
+        }
+
+        void Fleet(FleetOptions o)
+        {
+            const string P = "fleet";
+            var f = new List<string>
+            {
+                Member(P + ".url", "url", "FleetOptions.Url", o.Url, Quote(o.Url)),
+                Member(P + ".key", "key", "FleetOptions.Key", o.Key, Quote(o.Key)),
+            };
+            if (o.Refresh.HasValue) f.Add(Span(P, "refresh", "FleetOptions.Refresh", o.Refresh.Value));
+            if (o.FallbackAfter.HasValue) f.Add(Span(P, "fallback_after", "FleetOptions.FallbackAfter", o.FallbackAfter.Value));
+            if (o.Timeout.HasValue) f.Add(Span(P, "timeout", "FleetOptions.Timeout", o.Timeout.Value));
+            if (o.Ttl.HasValue) f.Add(Span(P, "ttl", "FleetOptions.Ttl", o.Ttl.Value));
+            parts.Add("\"fleet\":{" + string.Join(",", f) + "}");
+        }
+
+        /// <summary>A JSON string (null for a null one, which the core refuses by name).</summary>
+        static string Quote(string s)
+        {
+            if (s == null) return "null";
+            var b = new System.Text.StringBuilder("\"");
+            foreach (char ch in s)
+            {
+                if (ch == '"' || ch == '\\') b.Append('\\').Append(ch);
+                else if (ch < ' ') b.AppendFormat(CultureInfo.InvariantCulture, "\\u{0:x4}", (int)ch);
+                else b.Append(ch);
+            }
+            return b.Append('"').ToString();
         }
 
         public ConfigJson Budget(BudgetOptions g)

@@ -59,6 +59,10 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_force_open(BreakerHandle breaker);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_disable(BreakerHandle breaker);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_reset(BreakerHandle breaker);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_sync_fleet(BreakerHandle breaker, out FleetSyncC sync);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_fleet_attached(BreakerHandle breaker, out byte attached);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_memory_store_control(byte[] name, UIntPtr nameLen, uint action);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_fleet_state_name(uint state);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_group_free(IntPtr group);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_group_get(BreakerGroupHandle group, byte[] key, UIntPtr keyLen, out BreakerHandle breaker);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_group_len(BreakerGroupHandle group, out UIntPtr len);

@@ -19,6 +19,9 @@ namespace Holdoff
         /// <summary>The policy's breaker (snapshots, events).</summary>
         public Breaker Breaker { get; }
 
+        /// <summary>Ticks the fleet of the policy's breaker (<see cref="Holdoff.Breaker.SyncFleet"/>).</summary>
+        public FleetSync SyncFleet() { return Breaker.SyncFleet(); }
+
         Policy(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
         {
             Breaker = breaker;
