@@ -2,14 +2,17 @@
 # The Kotlin (JVM) binding: holdoff's core over uniffi (bindings/uniffi), called through JNA.
 #
 #   bash bindings/kotlin/run.sh test         native library, generated Kotlin (and Swift, to prove
-#                                            generation), then every Maven test incl. conformance
+#                                            generation), then every Maven test incl. conformance,
+#                                            then the multi-process fleet test (JVM workers sharing
+#                                            one breaker through a redis-server it starts)
+#   bash bindings/kotlin/run.sh fleet        the multi-process fleet test only
 #   bash bindings/kotlin/run.sh conformance  the conformance runner only
 #   bash bindings/kotlin/run.sh bench        allow+record from Kotlin in a warmed loop (release
 #                                            library; bench/kotlin/run.sh calls it)
 #   bash bindings/kotlin/run.sh dist         the jar into dist/maven/, a Maven file repository
 #                                            (make dist-kotlin; scripts/dist-check/kotlin.sh)
 #
-# Needs a JDK and Maven (scripts/install-deps kotlin). Maven's local repository is
+# Needs a JDK, Maven and redis-server (scripts/install-deps kotlin). Maven's local repository is
 # $HOLDOFF_M2_REPO (default ~/.m2/repository), so a second run downloads nothing.
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" kotlin
 
@@ -80,6 +83,24 @@ tally() {
   record_conformance "$out"
 }
 
+# The multi-process fleet test (conformance/fleet/run.py): each worker is a JVM running
+# dev.holdoff.FleetWorker (src/test/kotlin) from the classes mvn_test compiled, on Maven's test
+# classpath, which the exec plugin prints (offline: it is the plugin the build already uses).
+# Six JVMs share two cores here: the workers use the C1 compiler only, and ZGC, whose pauses stay
+# under a millisecond (a stop-the-world young collection took over 200 ms on this loaded machine,
+# the driver's bound on one breaker call), and they get 10 s rather than 5 to start.
+fleet_test() {
+  local cp
+  temp cp
+  (cd "$HERE" && MAVEN_OPTS="${MAVEN_OPTS:-} -Djansi.noreset=true" mvn -B -q -Dstyle.color=never \
+    -Dmaven.repo.local="$m2_repo" -Dholdoff.cargo.skip=false exec:exec -Dexec.executable=echo \
+    -Dexec.args=%classpath -Dexec.classpathScope=test -Dexec.outputFile="$cp")
+  log "multi-process fleet test"
+  python3 "$ROOT/conformance/fleet/run.py" kotlin --warmup-ms 10000 -- java -Xmx128m \
+    -XX:TieredStopAtLevel=1 -XX:+UseZGC -Djna.library.path="$native_dir" -cp "$(cat "$cp")" \
+    dev.holdoff.FleetWorker
+}
+
 cmd_test() {
   prepare debug
   generate swift "$gen_swift"
@@ -88,7 +109,15 @@ cmd_test() {
   mvn_test || rc=$?
   summary
   tally
+  fleet_test || rc=$?
   return "$rc"
+}
+
+# Builds and compiles as `test` does, then runs only the multi-process fleet test.
+cmd_fleet() {
+  prepare debug
+  mvn_test -Dtest=NoSuchTest -Dsurefire.failIfNoSpecifiedTests=false
+  fleet_test
 }
 
 cmd_conformance() {

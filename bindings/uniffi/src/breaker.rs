@@ -1,11 +1,12 @@
 //! The circuit breaker, its permits, snapshots, events, and breaker groups.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use holdoff::interop::config::GroupSpec;
 use holdoff::interop::{Coded, OutcomeKind, PermitSlot};
 
-use crate::{clock_of, count, BreakerConfig, Duration, HoldoffError, ManualClock};
+use crate::fleet::{attach, FleetConfig, FleetSync};
+use crate::{clock_of, count, lock, BreakerConfig, Duration, HoldoffError, ManualClock};
 
 /// A breaker's state; `stableName()` is the core's name for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, uniffi::Enum)]
@@ -138,17 +139,21 @@ pub enum Reason {
     Disabled,
     /// An operator reset the breaker to closed.
     Reset,
+    /// The fleet's shared record is open: this worker's breaker opened with it.
+    FleetOpened,
 }
 
 mirror!(
     Reason:
     Tripped, RetryLater, ProbeAdmitted, ProbeFailed, Recovered, ForcedOpen, Disabled, Reset,
+    FleetOpened,
 );
 
 #[uniffi::export]
 impl Reason {
     /// The conformance suite's stable name, the core's: `tripped`, `retry_later`,
-    /// `probe_admitted`, `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`.
+    /// `probe_admitted`, `probe_failed`, `recovered`, `forced_open`, `disabled`, `reset`,
+    /// `fleet_opened`.
     pub fn stable_name(&self) -> String {
         holdoff::Reason::from(*self).name().to_owned()
     }
@@ -311,18 +316,72 @@ pub trait StateListener: Send + Sync {
 #[derive(Debug, uniffi::Object)]
 pub struct Breaker {
     pub(crate) inner: Arc<holdoff::Breaker>,
+    // The breaker's link to its fleet, owned here: dropped (threads joined, connections closed)
+    // when the last reference to this object goes, a policy's included.
+    fleet: Mutex<Option<holdoff_fleet::Fleet>>,
+}
+
+impl Breaker {
+    /// A breaker object with no fleet (a group's member).
+    pub(crate) fn local(inner: Arc<holdoff::Breaker>) -> Arc<Breaker> {
+        Arc::new(Breaker {
+            inner,
+            fleet: Mutex::new(None),
+        })
+    }
 }
 
 #[uniffi::export]
 impl Breaker {
     /// A closed breaker on `clock` (the system clock if absent). `InvalidConfig` names the
-    /// first invalid field.
-    #[uniffi::constructor(default(clock = None))]
-    pub fn new(config: BreakerConfig, clock: Option<Arc<ManualClock>>) -> Result<Arc<Self>, HoldoffError> {
-        let inner = holdoff::Breaker::new(config.to_core()?, clock_of(&clock))?;
+    /// first invalid field (`fleet.url`, `fleet.refresh`, ... for the fleet).
+    ///
+    /// With `fleet`, the breaker shares its open episodes, probe grants and recovery with every
+    /// breaker of the same `fleet.key` on that store (`docs/fleet.md`). For a Redis url,
+    /// background threads (started here, never connecting on this thread) keep it in sync; they
+    /// stop when the breaker is closed or collected. Allowing and recording while closed never
+    /// touch the network.
+    #[uniffi::constructor(default(clock = None, fleet = None))]
+    pub fn new(
+        config: BreakerConfig,
+        clock: Option<Arc<ManualClock>>,
+        fleet: Option<FleetConfig>,
+    ) -> Result<Arc<Self>, HoldoffError> {
+        let core = config.to_core()?;
+        let fleet = FleetConfig::to_core(fleet.as_ref(), false)?;
+        let inner = Arc::new(holdoff::Breaker::new(core, clock_of(&clock))?);
+        let fleet = fleet.map(|f| attach(&inner, &f)).transpose()?;
         Ok(Arc::new(Breaker {
-            inner: Arc::new(inner),
+            inner,
+            fleet: Mutex::new(fleet),
         }))
+    }
+
+    /// One tick of the fleet now, on this thread: sends what the breaker has to tell, makes one
+    /// exchange with the store (bounded by `fleet.timeout`) and applies the shared record. Null
+    /// when the breaker has no fleet (or it was closed). A store failure is in the result
+    /// (`ok = false`, `error`), never thrown. For a `memory://` fleet this is the only tick; for a
+    /// Redis one the background thread ticks too (serialised with this).
+    pub fn sync_fleet(&self) -> Option<FleetSync> {
+        let fleet = lock(&self.fleet);
+        let report = fleet.as_ref()?.sync_now().ok()?;
+        Some(report.into())
+    }
+
+    /// Whether the breaker follows its fleet now: false without a fleet, after `closeFleet`,
+    /// and while detached (no successful sync for `fleet.fallbackAfter`).
+    pub fn fleet_attached(&self) -> bool {
+        lock(&self.fleet)
+            .as_ref()
+            .is_some_and(holdoff_fleet::Fleet::is_attached)
+    }
+
+    /// Unlinks the breaker from its fleet now (threads stopped and joined, connections
+    /// closed); it goes on as a local breaker. Closing or collecting the breaker does the same.
+    /// Idempotent.
+    pub fn close_fleet(&self) {
+        let fleet = lock(&self.fleet).take();
+        drop(fleet);
     }
 
     /// Asks to make a call: admits it (closed, disabled, or as a probe when one is due) or
@@ -437,14 +496,17 @@ impl BreakerGroup {
     /// An empty group on `clock` (the system clock if absent), holding at most `maxKeys`
     /// breakers (1..=100 000 000; absent: the core's default, 10 000). The template and the
     /// bound are validated now: `InvalidConfig` names the field (`group.max_keys` for the
-    /// bound).
-    #[uniffi::constructor(default(clock = None, max_keys = None))]
+    /// bound). Breakers in a group stay local: any `fleet` is refused (`InvalidConfig` naming
+    /// `fleet`); give a shared upstream a breaker of its own.
+    #[uniffi::constructor(default(clock = None, max_keys = None, fleet = None))]
     pub fn new(
         template: BreakerConfig,
         clock: Option<Arc<ManualClock>>,
         max_keys: Option<i64>,
+        fleet: Option<FleetConfig>,
     ) -> Result<Arc<Self>, HoldoffError> {
         let max_keys = GroupSpec { max_keys }.max_keys()?;
+        FleetConfig::to_core(fleet.as_ref(), true)?;
         Ok(Arc::new(BreakerGroup {
             inner: holdoff::BreakerGroup::with_max_keys(template.to_core()?, max_keys, clock_of(&clock))?,
         }))
@@ -454,14 +516,12 @@ impl BreakerGroup {
     /// recently used. Never fails: at a full group with nothing idle to evict, an overflow
     /// breaker that the group does not keep.
     pub fn get(&self, key: String) -> Arc<Breaker> {
-        Arc::new(Breaker {
-            inner: self.inner.get(&key),
-        })
+        Breaker::local(self.inner.get(&key))
     }
 
     /// The breaker the group keeps for `key`, if any, without creating it or marking it used.
     pub fn peek(&self, key: String) -> Option<Arc<Breaker>> {
-        self.inner.peek(&key).map(|inner| Arc::new(Breaker { inner }))
+        self.inner.peek(&key).map(Breaker::local)
     }
 
     /// Keys with a breaker kept, sorted.

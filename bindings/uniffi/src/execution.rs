@@ -352,7 +352,7 @@ mod tests {
 
     fn policy() -> Arc<Policy> {
         let clock = ManualClock::new();
-        let breaker = Breaker::new(BreakerConfig::default(), Some(Arc::clone(&clock))).unwrap();
+        let breaker = Breaker::new(BreakerConfig::default(), Some(Arc::clone(&clock)), None).unwrap();
         let budget = RetryBudget::new(BudgetConfig::default(), Some(clock)).unwrap();
         Policy::new(breaker, budget, None, None).unwrap()
     }

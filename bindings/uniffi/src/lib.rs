@@ -25,6 +25,9 @@
 //!   state sits behind a mutex.
 //! * **The retry loop** is the core's `Execution`, an object here ([`Execution`]): the Kotlin
 //!   helpers (`execute`, `executeHttp`) run attempts, sleep and call hooks; it decides the rest.
+//! * **Fleets**: a [`Breaker`] built with a [`FleetConfig`] owns its `holdoff_fleet::Fleet`
+//!   (background threads for a Redis url), closed when the last reference to the breaker goes
+//!   (its Kotlin `close()`, a policy's, or the garbage collector's cleaner).
 //! * **Clocks**: every constructor takes an optional [`ManualClock`]; without one, a
 //!   process-wide monotonic system clock is shared, so a breaker and a budget built apart can
 //!   still be composed into a [`Policy`] (which needs one clock for one reading per decision).
@@ -63,6 +66,7 @@ macro_rules! mirror {
 mod breaker;
 mod budget;
 mod execution;
+mod fleet;
 mod http;
 mod policy;
 mod terms;
@@ -70,6 +74,7 @@ mod terms;
 pub use breaker::*;
 pub use budget::*;
 pub use execution::*;
+pub use fleet::*;
 pub use http::*;
 pub use policy::*;
 
@@ -699,14 +704,14 @@ mod tests {
     fn a_policy_needs_one_clock() {
         let a = ManualClock::new();
         let b = ManualClock::new();
-        let breaker = Breaker::new(BreakerConfig::default(), Some(Arc::clone(&a))).unwrap();
+        let breaker = Breaker::new(BreakerConfig::default(), Some(Arc::clone(&a)), None).unwrap();
         let ok = RetryBudget::new(BudgetConfig::default(), Some(a)).unwrap();
         let other = RetryBudget::new(BudgetConfig::default(), Some(b)).unwrap();
         assert!(Policy::new(Arc::clone(&breaker), ok, None, None).is_ok());
         let e = Policy::new(breaker, other, None, None).unwrap_err();
         assert_eq!(field(e), "policy.clock");
         // Without a manual clock every object shares the one system clock.
-        let sys = Breaker::new(BreakerConfig::default(), None).unwrap();
+        let sys = Breaker::new(BreakerConfig::default(), None, None).unwrap();
         let budget = RetryBudget::new(BudgetConfig::default(), None).unwrap();
         assert!(Policy::new(sys, budget, None, None).is_ok());
     }

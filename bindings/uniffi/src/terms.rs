@@ -16,6 +16,7 @@ fn record_of(part: &str) -> Option<&'static str> {
         "quota" => "QuotaConfig",
         "classifier" => "ClassifierConfig",
         "execute" => "ExecutionConfig",
+        "fleet" => "FleetConfig",
         _ => return None,
     })
 }
@@ -36,13 +37,15 @@ fn camel(snake: &str) -> String {
 
 /// The Kotlin name of the core's field: `breaker.open_interval.initial` ->
 /// `BreakerConfig.openInterval.initial`, `group.max_keys` -> `maxKeys` (a constructor's
-/// parameter), `outcome.retry_later` -> `Outcome.RetryLater.delay`. A field without a Kotlin
+/// parameter), `fleet.fallback_after` -> `FleetConfig.fallbackAfter`, `fleet` alone -> `fleet`
+/// (the parameter), `outcome.retry_later` -> `Outcome.RetryLater.delay`. A field without a Kotlin
 /// counterpart (`at`, `status`: already the parameter's name) keeps the core's name.
 pub(crate) fn kotlin_field(field: &str) -> String {
     let mut parts = field.split('.');
     let head = parts.next().unwrap_or_default();
     let rest: Vec<String> = parts.map(camel).collect();
     match record_of(head) {
+        _ if field == "fleet" => field.to_owned(),
         Some(record) => std::iter::once(record.to_owned())
             .chain(rest)
             .collect::<Vec<_>>()
@@ -225,5 +228,7 @@ mod tests {
             "ExecutionConfig.totalTimeout"
         );
         assert_eq!(kotlin_field("policy.clock"), "policy.clock");
+        assert_eq!(kotlin_field("fleet.fallback_after"), "FleetConfig.fallbackAfter");
+        assert_eq!(kotlin_field("fleet"), "fleet");
     }
 }

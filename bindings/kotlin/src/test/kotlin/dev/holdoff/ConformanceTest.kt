@@ -16,12 +16,14 @@ import kotlin.time.DurationUnit
  * following the runner contract in `conformance/README.md`, mirroring the Rust reference runner
  * (`core/tests/conformance.rs`). One dynamic test per case, named by its id; a case with
  * `execute` steps runs once per helper flavour it applies to (`execute`, `executeHttp`), each on
- * a fresh build, named `id [execute]` / `id [executeHttp]`.
+ * a fresh build, named `id [execute]` / `id [executeHttp]`. A fleet case builds its `workers`
+ * from one configuration on the one manual clock, each breaker with the `fleet` option on the
+ * in-process store `memory://<case id>` (reset first), ticked only by `fleet_sync` steps.
  *
  * `HOLDOFF_CASES=substring` runs only the cases whose id contains it.
  */
 class ConformanceTest {
-    private val suiteVersion = 2
+    private val suiteVersion = 3
 
     @TestFactory
     fun conformance(): List<DynamicTest> {
@@ -318,33 +320,26 @@ internal fun JSONObject.status(): Int {
 // One case
 // ---------------------------------------------------------------------------------------------
 
-private class Ctx(case: JSONObject, val flavour: Flavour?) {
-    val config: JSONObject = case.optJSONObject("config") ?: JSONObject()
-    val clock: ManualClock
+/**
+ * One worker's objects, built from the case's configuration on the case's clock: a breaker (or a
+ * group), budget, quota, classifier and policy. A fleet case has `workers` of them, each breaker
+ * attached to `config.fleet` (the same store and key).
+ */
+private class Worker(case: JSONObject, config: JSONObject, clock: ManualClock, fleet: FleetConfig?) : AutoCloseable {
     val breaker: Breaker?
     val group: BreakerGroup?
     val budget: RetryBudget?
     val quota: RetryQuota?
     val classifier: Classifier
     val policy: Policy?
-    // Each permit with the breaker object that admitted it: it is recorded there, as user code
-    // does, not on whatever the group holds for its key by then.
-    val permits = HashMap<String, Pair<Permit, Breaker>>()
-    val calls = HashMap<String, RetryState>()
-    val policyCalls = HashMap<String, PolicyCall>()
-    val leases = HashMap<String, QuotaLease>()
-    val limits: ExecutionConfig = config.optJSONObject("execute")?.let(::executionConfig) ?: defaultExecutionConfig()
 
     init {
-        config.only("config", "breaker", "budget", "quota", "classifier", "group", "execute")
-        val origin = case.optJSONObject("clock")?.optLong("wall_origin_unix_ms", 0) ?: 0
-        clock = ManualClock.withWallOrigin(Instant.ofEpochMilli(origin))
         val isGroup = case.optBoolean("group", false)
         val breakerSpec = config.optJSONObject("breaker")?.let(::breakerConfig)
-        breaker = if (breakerSpec != null && !isGroup) Breaker(breakerSpec, clock) else null
+        breaker = if (breakerSpec != null && !isGroup) Breaker(breakerSpec, clock, fleet) else null
         group = if (breakerSpec != null && isGroup) {
             val bound = config.optJSONObject("group")?.also { it.only("group", "max_keys") }
-            BreakerGroup(breakerSpec, clock, maxKeys = bound?.long("max_keys"))
+            BreakerGroup(breakerSpec, clock, maxKeys = bound?.long("max_keys"), fleet = fleet)
         } else {
             null
         }
@@ -356,14 +351,113 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
         } else {
             null
         }
-        // The helpers check their limits when a call starts; building the case checks them now.
-        if (policy != null && config.has("execute")) Execution(policy, limits).close()
     }
 
-    /** The step's breaker: the case's, or the group's for the step's `key` (asked once). */
-    fun breaker(step: JSONObject): Breaker = when (val key = step.optString("key", "")) {
-        "" -> breaker ?: fail("the case has no breaker")
-        else -> (group ?: fail("step names a key but the case has no group")).get(key)
+    /** Frees the native objects now: a breaker's fleet goes with the last reference to it. */
+    override fun close() {
+        listOfNotNull(policy, breaker, group, budget, quota, classifier).forEach { it.close() }
+    }
+}
+
+/** `config.fleet` as the Kotlin option; durations through the same conversion as the rest. */
+private fun fleetConfig(o: JSONObject): FleetConfig {
+    o.only("fleet", "url", "key", "refresh_ms", "fallback_after_ms", "timeout_ms", "ttl_ms")
+    // A missing url or key reaches the core as an empty string, which it refuses naming the field.
+    return FleetConfig(
+        url = o.optString("url", ""),
+        key = o.optString("key", ""),
+        refresh = o.dur("refresh_ms", "fleet.refresh"),
+        fallbackAfter = o.dur("fallback_after_ms", "fleet.fallback_after"),
+        timeout = o.dur("timeout_ms", "fleet.timeout"),
+        ttl = o.dur("ttl_ms", "fleet.ttl"),
+    )
+}
+
+private const val MEMORY = "memory://"
+
+private class Ctx(case: JSONObject, val flavour: Flavour?) : AutoCloseable {
+    val config: JSONObject = case.optJSONObject("config") ?: JSONObject()
+    val clock: ManualClock
+    val fleet: FleetConfig? = config.optJSONObject("fleet")?.let(::fleetConfig)
+    val workers = ArrayList<Worker>()
+    // Each permit with the breaker object that admitted it: it is recorded there, as user code
+    // does, not on whatever the group holds for its key by then.
+    val permits = HashMap<String, Pair<Permit, Breaker>>()
+    val calls = HashMap<String, RetryState>()
+    val policyCalls = HashMap<String, PolicyCall>()
+    val leases = HashMap<String, QuotaLease>()
+    val limits: ExecutionConfig = config.optJSONObject("execute")?.let(::executionConfig) ?: defaultExecutionConfig()
+
+    init {
+        config.only("config", "breaker", "budget", "quota", "classifier", "group", "execute", "fleet")
+        val origin = case.optJSONObject("clock")?.optLong("wall_origin_unix_ms", 0) ?: 0
+        clock = ManualClock.withWallOrigin(Instant.ofEpochMilli(origin))
+        // Every case starts from an empty, reachable store.
+        fleet?.url?.takeIf { it.startsWith(MEMORY) }?.let { memoryStoreReset(it.removePrefix(MEMORY)) }
+        val n = case.optInt("workers", 1)
+        if (n < 1) fail("workers must be >= 1")
+        try {
+            repeat(n) { workers += Worker(case, config, clock, fleet) }
+            // The helpers check their limits when a call starts; building the case checks them now.
+            workers[0].policy?.let { if (config.has("execute")) Execution(it, limits).close() }
+        } catch (e: Throwable) {
+            close()
+            throw e
+        }
+    }
+
+    override fun close() = workers.forEach { it.close() }
+
+    /** The step's worker (`worker`, default 0). */
+    fun worker(step: JSONObject): Worker {
+        val i = step.optInt("worker", 0)
+        return workers.getOrNull(i) ?: fail("no worker $i (the case has ${workers.size})")
+    }
+
+    /** The step's breaker: the worker's, or its group's for the step's `key` (asked once). */
+    fun breaker(step: JSONObject): Breaker {
+        val w = worker(step)
+        return when (val key = step.optString("key", "")) {
+            "" -> w.breaker ?: fail("the case has no breaker")
+            else -> (w.group ?: fail("step names a key but the case has no group")).get(key)
+        }
+    }
+
+    fun budget(step: JSONObject): RetryBudget = worker(step).budget ?: fail("the case has no budget")
+
+    fun quota(step: JSONObject): RetryQuota = worker(step).quota ?: fail("the case has no quota")
+
+    fun policy(step: JSONObject): Policy = worker(step).policy ?: fail("the case has no policy")
+
+    /** `fleet_sync`: the named worker's tick, or every worker's in order, each compared. */
+    fun fleetSync(step: JSONObject, expect: Any?) {
+        val which = if (step.has("worker")) listOf(worker(step)) else workers
+        for (w in which) {
+            val b = w.breaker ?: fail("the case has no breaker")
+            val r = b.syncFleet() ?: fail("the breaker has no fleet")
+            val rec = r.record.takeIf { r.ok }
+            val a = mapOf(
+                "ok" to r.ok,
+                "attached" to r.attached,
+                "granted" to r.granted,
+                "fleet_state" to rec?.state?.stableName(),
+                "fleet_episode" to rec?.episode,
+                "fleet_recoveries" to rec?.recoveries,
+            )
+            try {
+                check(expect, a, *a.keys.toTypedArray())
+            } catch (e: CaseFailure) {
+                fail("worker ${workers.indexOf(w)}: ${e.message}")
+            }
+        }
+    }
+
+    /** `fleet_store`: `down`, `up` or `flush` on the case's in-process store. */
+    fun fleetStore(step: JSONObject, expect: Any?) {
+        val url = fleet?.url ?: fail("the case has no fleet")
+        if (!url.startsWith(MEMORY)) fail("fleet_store needs a memory:// fleet, not $url")
+        memoryStoreControl(url.removePrefix(MEMORY), step.optString("action", "").ifEmpty { fail("fleet_store needs action") })
+        check(expect, emptyMap())
     }
 
     fun headers(step: JSONObject): List<Header> {
@@ -424,6 +518,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
             "record_foreign" -> {
                 val name = step.optString("permit", "").ifEmpty { fail("record_foreign needs permit") }
                 val (permit, _) = permits[name] ?: fail("no permit named \"$name\"")
+                // A second breaker from the same configuration, without the fleet: only its identity matters.
                 val other = Breaker(breakerConfig(config.optJSONObject("breaker") ?: fail("no breaker config")), clock)
                 try {
                     a["effect"] = other.record(permit, Outcome.Success).stableName()
@@ -482,13 +577,13 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
             }
             "decide" -> {
                 val o = outcome(step.opt("outcome"))
-                val b = budget ?: fail("the case has no budget")
+                val b = budget(step)
                 val call = calls.getOrPut(callName) { RetryState() }
                 a += decision(b.decide(call, o))
                 check(expect, a, *DECISION_KEYS)
             }
             "budget_state" -> {
-                val b = budget ?: fail("the case has no budget")
+                val b = budget(step)
                 val start = b.episodeStart()
                 a["episode_active"] = start != null
                 a["episode_start_ms"] = start?.inWholeMilliseconds
@@ -509,7 +604,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
             "classify" -> {
                 val status = step.status()
                 try {
-                    val c = classifier.classify(status, headers(step))
+                    val c = worker(step).classifier.classify(status, headers(step))
                     a["outcome"] = c.outcome.stableName()
                     a["retry_later_ms"] = (c.outcome as? Outcome.RetryLater)?.let { ms(it.delay) }
                 } catch (e: HoldoffException) {
@@ -518,7 +613,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 check(expect, a, "outcome", "retry_later_ms", "error")
             }
             "quota_acquire" -> {
-                val q = quota ?: fail("the case has no quota")
+                val q = quota(step)
                 when (val r = q.acquire(step.optBoolean("timeout", false))) {
                     is QuotaAcquisition.Acquired -> {
                         a["acquired"] = true
@@ -534,7 +629,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 check(expect, a, "acquired", "cost", "available")
             }
             "quota_success" -> {
-                val q = quota ?: fail("the case has no quota")
+                val q = quota(step)
                 val lease = step.optString("lease", "").ifEmpty { null }?.let { leases[it] ?: fail("no lease named \"$it\"") }
                 // A second quota built from the same configuration: the lease is not its own.
                 val to = if (step.optBoolean("foreign", false)) RetryQuota(quotaConfig(config.getJSONObject("quota"))) else q
@@ -547,7 +642,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 check(expect, a, "available", "error")
             }
             "group_snapshot" -> {
-                val g = group ?: fail("the case has no group")
+                val g = worker(step).group ?: fail("the case has no group")
                 val s = g.snapshot()
                 a["keys"] = g.keys()
                 a["max_keys"] = s.maxKeys
@@ -556,7 +651,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 check(expect, a, "keys", "max_keys", "evictions", "overflows")
             }
             "before" -> {
-                val p = policy ?: fail("the case has no policy")
+                val p = policy(step)
                 val call = policyCalls.getOrPut(callName) { PolicyCall() }
                 val b = p.beforeAttempt(call)
                 a["action"] = b.stableName()
@@ -577,7 +672,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 check(expect, a, "action", "episode", "probe", "delay_ms", "reason", "retry_after_ms")
             }
             "after" -> {
-                val p = policy ?: fail("the case has no policy")
+                val p = policy(step)
                 val name = step.optString("permit", "_last")
                 val (permit, _) = permits[name] ?: fail("no permit named \"$name\"")
                 val call = policyCalls.getOrPut(callName) { PolicyCall() }
@@ -595,10 +690,12 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) {
                 check(expect, a, *DECISION_KEYS, "error", "outcome")
             }
             "execute" -> {
-                val p = policy ?: fail("the case has no policy")
+                val p = policy(step)
                 val got = runExecute(p, clock, limits, flavour ?: fail("an execute step outside a flavour"), step, ::headers)
                 checkExecute(expect, got)
             }
+            "fleet_sync" -> fleetSync(step, expect)
+            "fleet_store" -> fleetStore(step, expect)
             else -> fail("unknown op \"$op\"")
         }
     }
@@ -615,8 +712,13 @@ private fun runCase(case: JSONObject, flavour: Flavour?) {
         check(expectError, a, "error", "field")
         return
     }
-    if (expectError != null) fail("expected configuration error $expectError, but it built")
-    val steps = case.optJSONArray("steps") ?: fail("case without steps")
+    ctx.use {
+        if (expectError != null) fail("expected configuration error $expectError, but it built")
+        runSteps(ctx, case.optJSONArray("steps") ?: fail("case without steps"))
+    }
+}
+
+private fun runSteps(ctx: Ctx, steps: JSONArray) {
     for (i in 0 until steps.length()) {
         val step = steps.getJSONObject(i)
         val repeat = step.optLong("repeat", 1)
