@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: build the holdoff command line and replay the three bundled incidents on the
-# virtual clock, printing each summary and writing each chart (SVG and PNG) under target/demo/.
+# virtual clock, printing each summary and writing each chart (SVG and PNG) under target/demo/;
+# then the two fleet scenarios, local breakers against a shared fleet, side by side.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -18,4 +19,10 @@ echo "The same blocked-provider trace with the old design (close on the first pr
 "$holdoff" compare scenarios/configs/blocked-provider.old.toml scenarios/configs/blocked-provider.fixed.toml \
     --scenario scenarios/blocked-provider.toml --plot "$out/blocked-provider-compare.svg"
 echo
+for name in fleet-rate-limit fleet-outage; do
+    echo "A fleet on $name: every worker its own breaker (A) against one shared record (B):"
+    "$holdoff" compare "scenarios/configs/$name.local.toml" "scenarios/configs/$name.shared.toml" \
+        --scenario "scenarios/$name.toml" --plot "$out/$name-compare.svg"
+    echo
+done
 echo "Charts: $out/"

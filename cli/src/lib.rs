@@ -10,6 +10,7 @@ pub mod arrivals;
 pub mod chart;
 pub mod cli;
 pub mod error;
+pub mod fleet;
 pub mod plot;
 pub mod report;
 pub mod scenario;

@@ -1,7 +1,8 @@
 //! `--plot FILE.svg|FILE.png`: one picture, three panels on one time axis.
 //!
 //! 1. Breaker state: which of closed / half-open / open the breaker was in, probe ticks, and a
-//!    red line where it opened, a green one where it closed.
+//!    red line where it opened, a green one where it closed. With several workers: the first
+//!    worker's breaker, and every worker's probes.
 //! 2. Upstream requests per time slice, stacked by outcome.
 //! 3. Calls refused by the breaker, calls that gave up, and retries (waits) started.
 //!
@@ -153,6 +154,11 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary, c: &Coll
         s.give_ups,
         s.config
     );
+    let line = if crate::report::is_fleet(s) {
+        format!("{} workers ({})  ·  {line}", s.workers, s.fleet)
+    } else {
+        line
+    };
     head.draw(&Text::new(
         line,
         (16, 38),
@@ -167,11 +173,16 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, s: &Summary, c: &Coll
     // 1. State.
     {
         let area = &panels[0];
-        let mut ch = ChartBuilder::on(area)
-            .caption(
-                "Breaker state  (black ticks: probes; red line: opened, green line: closed)",
-                ("sans-serif", 16),
+        let caption = if crate::report::is_fleet(s) {
+            format!(
+                "Breaker state of worker 0 of {}  (black ticks: every worker's probes; red line: opened, green line: closed)",
+                s.workers
             )
+        } else {
+            "Breaker state  (black ticks: probes; red line: opened, green line: closed)".to_string()
+        };
+        let mut ch = ChartBuilder::on(area)
+            .caption(caption, ("sans-serif", 16))
             .margin_left(10)
             .margin_right(24)
             .margin_top(4)

@@ -11,7 +11,7 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::error::CliError;
-use crate::sim::{Event, Ms, Sink, Summary, Then};
+use crate::sim::{Event, Ms, Sink, Summary, Then, WorkerSummary};
 
 /// `h:mm:ss.mmm` of a virtual time in ns.
 pub fn clock(ns: u64) -> String {
@@ -127,6 +127,11 @@ fn outcome_notes(o: &[u64; 5]) -> Vec<String> {
         .collect()
 }
 
+/// `worker 3: ` when a timeline line names its worker.
+fn of_worker(w: Option<u32>) -> String {
+    w.map_or_else(String::new, |w| format!("worker {w}: "))
+}
+
 /// The timeline as text lines.
 pub struct TextSink<W: Write> {
     out: W,
@@ -197,6 +202,7 @@ impl<W: Write> Sink for TextSink<W> {
             Event::Refused { .. } | Event::Sent { .. } => return Ok(()),
             Event::State {
                 t,
+                worker,
                 from,
                 to,
                 reason,
@@ -208,14 +214,17 @@ impl<W: Write> Sink for TextSink<W> {
                     None => String::new(),
                 };
                 format!(
-                    "{}  breaker {} -> {} ({}, episode {episode}{extra})",
+                    "{}  {}breaker {} -> {} ({}, episode {episode}{extra})",
                     clock(t),
+                    of_worker(worker),
                     from.name(),
                     to.name(),
                     reason.name()
                 )
             }
-            Event::Probe { t, call } => format!("{}  probe: call {call} admitted", clock(t)),
+            Event::Probe { t, call, worker } => {
+                format!("{}  {}probe: call {call} admitted", clock(t), of_worker(worker))
+            }
             Event::ProbeAnswer {
                 t,
                 call,
@@ -334,6 +343,8 @@ struct JsonEvent {
     #[serde(skip_serializing_if = "Option::is_none")]
     call: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    worker: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     from: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     to: Option<&'static str>,
@@ -384,6 +395,7 @@ impl<W: Write> Sink for JsonSink<W> {
             Event::Refused { .. } | Event::Sent { .. } => return Ok(()),
             Event::State {
                 t,
+                worker,
                 from,
                 to,
                 reason,
@@ -392,6 +404,7 @@ impl<W: Write> Sink for JsonSink<W> {
             } => JsonEvent {
                 t_ms: Ms(t),
                 event: "state",
+                worker,
                 from: Some(from.name()),
                 to: Some(to.name()),
                 reason: Some(reason.name()),
@@ -399,10 +412,11 @@ impl<W: Write> Sink for JsonSink<W> {
                 open_for_ms: open_for.map(Ms),
                 ..JsonEvent::default()
             },
-            Event::Probe { t, call } => JsonEvent {
+            Event::Probe { t, call, worker } => JsonEvent {
                 t_ms: Ms(t),
                 event: "probe",
                 call: Some(call),
+                worker,
                 ..JsonEvent::default()
             },
             Event::ProbeAnswer {
@@ -473,8 +487,21 @@ fn reasons(m: &std::collections::BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
-/// The summary as (label, value) rows, in display order.
-pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
+/// Whether a summary is of a fleet (several workers, or a shared store): its text then has the
+/// fleet rows and the per-worker table.
+pub fn is_fleet(s: &Summary) -> bool {
+    s.workers > 1 || s.fleet == "shared"
+}
+
+/// Requests that reached the upstream and did not get a usable answer (failed, rate-limited,
+/// timed out): the requests sent during an outage or a rate limit.
+pub fn failed_requests(s: &Summary) -> u64 {
+    let o = &s.upstream_outcomes;
+    o.failure + o.retry_later + o.timeout
+}
+
+/// The summary as (label, value) rows, in display order; `fleet` adds the fleet rows.
+pub fn rows(s: &Summary, fleet: bool) -> Vec<(&'static str, String)> {
     let o = &s.upstream_outcomes;
     let mut r = vec![
         ("calls", s.calls.to_string()),
@@ -540,8 +567,80 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             s.malformed_lines_skipped.to_string(),
         ));
     }
+    if fleet {
+        let how = if s.fleet == "shared" {
+            "shared fleet (one record in the store)"
+        } else {
+            "local breakers (one each)"
+        };
+        r.push(("workers", format!("{}, {how}", s.workers)));
+        r.push(("upstream requests that failed", failed_requests(s).to_string()));
+        r.push((
+            "requests before a known Retry-After",
+            s.requests_before_retry_after.to_string(),
+        ));
+    }
     r.push(("virtual time simulated", clock(s.end_ms.0)));
     r
+}
+
+fn worker_cells(w: Option<&WorkerSummary>) -> [String; 3] {
+    match w {
+        Some(w) => [
+            w.upstream_requests.to_string(),
+            w.probes.to_string(),
+            w.requests_before_retry_after.to_string(),
+        ],
+        None => ["-".into(), "-".into(), "-".into()],
+    }
+}
+
+/// The per-worker table: upstream requests, probes and requests before a known Retry-After of
+/// each worker of each summary, then the totals.
+pub fn workers_text(runs: &[&Summary]) -> String {
+    let n = runs.iter().map(|s| s.per_worker.len()).max().unwrap_or(0);
+    let head = ["requests", "probes", "before RA"];
+    let mut out = String::from("  per worker");
+    for (i, _) in runs.iter().enumerate() {
+        let label = if runs.len() > 1 {
+            format!("{}: ", (b'A' + i as u8) as char)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "   {label}{:>9} {:>7} {:>10}",
+            head[0], head[1], head[2]
+        ));
+    }
+    out.push('\n');
+    let pad = if runs.len() > 1 { 3 } else { 0 };
+    let line = |name: String, cells: Vec<[String; 3]>| {
+        let mut l = format!("    {name:<8}");
+        for c in cells {
+            l.push_str(&format!("   {:pad$}{:>9} {:>7} {:>10}", "", c[0], c[1], c[2]));
+        }
+        l.push('\n');
+        l
+    };
+    for i in 0..n {
+        out.push_str(&line(
+            i.to_string(),
+            runs.iter().map(|s| worker_cells(s.per_worker.get(i))).collect(),
+        ));
+    }
+    out.push_str(&line(
+        "total".into(),
+        runs.iter()
+            .map(|s| {
+                [
+                    s.upstream_requests.to_string(),
+                    s.probes.to_string(),
+                    s.requests_before_retry_after.to_string(),
+                ]
+            })
+            .collect(),
+    ));
+    out
 }
 
 /// The summary as text.
@@ -550,18 +649,39 @@ pub fn summary_text(s: &Summary, description: Option<&str>) -> String {
     if let Some(d) = description {
         out.push_str(&format!("{d}\n"));
     }
-    let rows = rows(s);
+    let fleet = is_fleet(s);
+    let rows = rows(s, fleet);
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (k, v) in rows {
         out.push_str(&format!("  {k:<w$}  {v}\n"));
     }
+    if fleet {
+        out.push_str(&workers_text(&[s]));
+    }
     out
+}
+
+/// One sentence comparing two fleets: the upstream requests that failed (sent during the
+/// outage or rate limit) and the requests before a known Retry-After.
+pub fn fleet_headline(a: &Summary, b: &Summary) -> String {
+    let (fa, fb) = (failed_requests(a), failed_requests(b));
+    let share = if fb == 0 {
+        "none".to_string()
+    } else {
+        format!("1/{:.1}", fa as f64 / fb as f64)
+    };
+    format!(
+        "  while the upstream failed, B sent {fb} requests, {share} of A's {fa}; before a known \
+         Retry-After, B sent {} and A {}\n",
+        b.requests_before_retry_after, a.requests_before_retry_after
+    )
 }
 
 /// Two summaries side by side; rows that differ are marked.
 pub fn compare_text(a: &Summary, b: &Summary, scenario: &str) -> String {
-    let ra = rows(a);
-    let rb = rows(b);
+    let fleet = is_fleet(a) || is_fleet(b);
+    let ra = rows(a, fleet);
+    let rb = rows(b, fleet);
     let name = |p: &str| {
         std::path::Path::new(p)
             .file_name()
@@ -580,6 +700,10 @@ pub fn compare_text(a: &Summary, b: &Summary, scenario: &str) -> String {
         out.push_str(&format!("  {mark} {k:<w$}  {va:<wa$}  {vb}\n"));
     }
     out.push_str("  (* rows that differ)\n");
+    if fleet {
+        out.push_str(&workers_text(&[a, b]));
+        out.push_str(&fleet_headline(a, b));
+    }
     out
 }
 
@@ -612,6 +736,7 @@ mod tests {
         s.event(Event::Probe {
             t: 60_000_000_000,
             call: 9,
+            worker: None,
         })
         .unwrap();
         s.finish().unwrap();

@@ -38,6 +38,9 @@ pub struct ScenarioFile {
     /// Wall-clock time of virtual time 0, RFC 3339 (for Retry-After HTTP-dates). Default: the
     /// first record of an absolute-time trace, else the Unix epoch.
     pub wall_origin: Option<String>,
+    /// Simulated workers (processes calling the same upstream), each with its own breaker,
+    /// budget and policy; calls go to them in turn. Default 1.
+    pub workers: Option<i64>,
     /// The breaker / budget / quota / classifier configuration.
     #[serde(default)]
     pub config: HoldoffConfig,
@@ -57,8 +60,8 @@ pub struct CallersSpec {
     /// One call per record of the upstream trace, at its time, answered with that record.
     #[serde(default)]
     pub from_trace: bool,
-    /// Calls in progress at once (including those waiting to retry); later arrivals queue.
-    /// Default: unlimited.
+    /// Calls in progress at once at each worker (including those waiting to retry); later
+    /// arrivals queue. Default: unlimited.
     pub concurrency: Option<i64>,
     /// A caller abandons an attempt after this long (ms): the attempt is a timeout.
     pub timeout_ms: Option<f64>,
@@ -378,7 +381,12 @@ pub struct Scenario {
     pub end: Option<u64>,
     /// Wall time of virtual 0, if given.
     pub wall_origin: Option<SystemTime>,
+    /// Simulated workers (1..=MAX_WORKERS).
+    pub workers: u32,
 }
+
+/// Most workers a scenario may simulate.
+pub const MAX_WORKERS: i64 = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // Loading.
@@ -475,6 +483,7 @@ pub fn check_config(path: &Path, text: &str, prefix: &str, c: &HoldoffConfig) ->
     if let Some(cl) = &c.classifier {
         cl.to_config().map_err(err)?;
     }
+    c.fleet_config(c.group.is_some()).map_err(err)?;
     Ok(())
 }
 
@@ -846,6 +855,12 @@ pub fn load(path: &Path) -> Result<Scenario, CliError> {
         }
     };
 
+    let workers = match file.workers {
+        None => 1,
+        Some(n) if (1..=MAX_WORKERS).contains(&n) => n as u32,
+        Some(_) => return Err(cx.err("workers", format!("must be between 1 and {MAX_WORKERS}"))),
+    };
+
     Ok(Scenario {
         name,
         description: file.description.clone(),
@@ -863,6 +878,7 @@ pub fn load(path: &Path) -> Result<Scenario, CliError> {
         seed: u.seed,
         end,
         wall_origin,
+        workers,
     })
 }
 

@@ -14,6 +14,13 @@
 //!   the configuration has no breaker, the policy's breaker is disabled (it admits everything).
 //! * **Without a budget**, a call is one attempt: the breaker admits or refuses it; an admitted
 //!   call's answer is classified and recorded. No retries (incidents 1 and 2).
+//!
+//! With `workers = N`, each worker has its own breaker, budget, quota and policy, and call `k`
+//! goes to worker `(k - 1) mod N` (a round-robin balancer). With a `fleet` in the configuration
+//! the workers' breakers share one record ([`crate::fleet`]): each worker syncs every
+//! `refresh_ms` of virtual time (first at `i * refresh_ms / N`, so the workers' timers are
+//! spread) and at once after its breaker pushes an op. Fleet syncs do not keep the run going:
+//! it ends when no call is left.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
@@ -31,6 +38,7 @@ use serde::Serialize;
 use crate::arrivals::Arrivals;
 use crate::chart::{Class, Collector, Row};
 use crate::error::CliError;
+use crate::fleet::Link;
 use crate::scenario::{Answer, Scenario};
 use crate::trace::TraceReader;
 use crate::upstream::Upstream;
@@ -140,6 +148,36 @@ pub struct Summary {
     pub in_flight_at_end: u64,
     /// Trace lines skipped as malformed (`--skip-malformed`).
     pub malformed_lines_skipped: u64,
+    /// Simulated workers (the scenario's `workers`, default 1).
+    pub workers: u64,
+    /// `shared` when the configuration has a `fleet` (one shared record for every worker),
+    /// `local` otherwise (each worker its own breaker).
+    pub fleet: &'static str,
+    /// Requests that reached the upstream while a Retry-After was known to the fleet and still
+    /// running: sent at or after the answer carrying it plus the staleness bound (the fleet's
+    /// `refresh_ms`; 50 ms, the core's default, without a fleet) and before its end.
+    pub requests_before_retry_after: u64,
+    /// Each worker's share.
+    pub per_worker: Vec<WorkerSummary>,
+}
+
+/// One worker's figures.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct WorkerSummary {
+    /// Index, from 0.
+    pub worker: u64,
+    /// Logical calls it received.
+    pub calls: u64,
+    /// Requests it sent that reached the upstream.
+    pub upstream_requests: u64,
+    /// Probes its breaker admitted.
+    pub probes: u64,
+    /// Its requests sent before a known Retry-After (see the summary's key).
+    pub requests_before_retry_after: u64,
+    /// Admissions its breaker refused.
+    pub refused: u64,
+    /// Times its breaker opened from closed.
+    pub opens: u64,
 }
 
 /// One line of the timeline.
@@ -149,6 +187,8 @@ pub enum Event {
     State {
         /// When, ns.
         t: u64,
+        /// The worker, when there are several.
+        worker: Option<u32>,
         /// Before.
         from: State,
         /// After.
@@ -166,6 +206,8 @@ pub enum Event {
         t: u64,
         /// The call.
         call: u64,
+        /// The worker, when there are several.
+        worker: Option<u32>,
     },
     /// A probe's answer.
     ProbeAnswer {
@@ -265,6 +307,7 @@ pub struct Run {
 
 struct CallState {
     id: u64,
+    worker: usize,
     call: Call,
     attempts: u32,
     own: Option<Answer>,
@@ -282,6 +325,11 @@ struct AnswerJob {
 enum Job {
     Attempt(Box<CallState>),
     Answer(Box<AnswerJob>),
+    /// A worker's fleet sync; `periodic` ones schedule the next.
+    Sync {
+        worker: usize,
+        periodic: bool,
+    },
 }
 
 struct Item {
@@ -320,70 +368,59 @@ fn internal(e: impl std::fmt::Display) -> CliError {
     CliError::msg(format!("internal error: {e}"))
 }
 
-struct Engine<'s> {
-    clock: ManualClock,
+/// One simulated worker: its own breaker, budget, quota and policy, its callers, and (with a
+/// shared fleet) its link to the store.
+struct Worker {
     breaker: Arc<Breaker>,
-    has_breaker: bool,
     policy: Option<Policy>,
     budget: Option<Arc<RetryBudget>>,
     quota: Option<Arc<RetryQuota>>,
-    classifier: Classifier,
-    upstream: Upstream,
-    heap: BinaryHeap<Item>,
-    seq: u64,
-    active: u64,
-    queue: VecDeque<(u64, Option<Answer>)>,
-    concurrency: Option<u64>,
-    timeout: Option<u64>,
     events: Arc<Mutex<Vec<StateChange>>>,
     events_flag: Arc<AtomicBool>,
-    sink: Option<&'s mut dyn Sink>,
-    chart: Option<Collector>,
-    s: Summary,
+    link: Option<Link>,
+    active: u64,
+    queue: VecDeque<(u64, Option<Answer>)>,
     state: State,
     interval: u64,
     last_close: Option<(u64, u64)>,
     burst_live: bool,
     burst: u64,
     pending_recovery: Option<u64>,
+    recovery_to_close: Option<Ms>,
     rl_start: Option<Instant>,
-    next_id: u64,
+    tally: WorkerSummary,
 }
 
-/// Runs a scenario.
-pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result<Run, CliError> {
-    let wall = wall_origin(scn, opts.skip_malformed)?;
-    let clock = ManualClock::with_wall_origin(wall);
-    let shared: Arc<dyn holdoff::Clock> = Arc::new(clock.clone());
+/// The parts every worker shares: the virtual clock, the classifier, the fleet's store.
+struct Shared<'a> {
+    clock: Arc<dyn holdoff::Clock>,
+    classifier: &'a Classifier,
+    has_breaker: bool,
+    fleet: Option<&'a crate::fleet::Fleet>,
+    woken: &'a Arc<Mutex<Vec<usize>>>,
+}
+
+fn build_worker(scn: &Scenario, sh: &Shared<'_>, index: usize) -> Result<Worker, CliError> {
     let at = |e: holdoff::ConfigError| {
         CliError::in_file(&scn.config_origin, e.rule).field(format!("config.{}", e.field))
     };
     let cfg = &scn.config;
-    let has_breaker = cfg.breaker.is_some();
     let bcfg = match &cfg.breaker {
         Some(b) => b.to_config().map_err(at)?,
         None => BreakerConfig::default(),
     };
-    let breaker = Arc::new(Breaker::new(bcfg, Arc::clone(&shared)).map_err(at)?);
-    if !has_breaker {
+    let breaker = Arc::new(Breaker::new(bcfg, Arc::clone(&sh.clock)).map_err(at)?);
+    if !sh.has_breaker {
         breaker.disable();
         breaker.drain_events();
     }
-    let classifier = Classifier::new(
-        cfg.classifier
-            .clone()
-            .unwrap_or_default()
-            .to_config()
-            .map_err(at)?,
-    )
-    .map_err(at)?;
     let quota = match &cfg.quota {
         Some(q) => Some(Arc::new(RetryQuota::new(q.to_config().map_err(at)?).map_err(at)?)),
         None => None,
     };
     let budget = match &cfg.budget {
         Some(b) => Some(Arc::new(
-            RetryBudget::new(b.to_config().map_err(at)?, Arc::clone(&shared)).map_err(at)?,
+            RetryBudget::new(b.to_config().map_err(at)?, Arc::clone(&sh.clock)).map_err(at)?,
         )),
         None => None,
     };
@@ -393,7 +430,7 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
                 Arc::clone(&breaker),
                 Arc::clone(b),
                 quota.clone(),
-                classifier.clone(),
+                sh.classifier.clone(),
             )
             .map_err(at)?,
         ),
@@ -408,35 +445,22 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
             f.store(true, Ordering::Release);
         })));
     }
-    let upstream = Upstream::new(scn, classifier.clone(), wall, opts.skip_malformed)?;
-    let mut arrivals = Arrivals::new(scn, opts.skip_malformed)?;
-
+    let link = match sh.fleet {
+        Some(f) => Some(f.attach(&breaker, index, Arc::clone(sh.woken), &scn.config_origin)?),
+        None => None,
+    };
     let interval = breaker.config().open_interval.initial.as_nanos() as u64;
-    let mut e = Engine {
-        clock,
+    Ok(Worker {
         breaker,
-        has_breaker,
         policy,
         budget,
         quota,
-        classifier,
-        upstream,
-        heap: BinaryHeap::new(),
-        seq: 0,
-        active: 0,
-        queue: VecDeque::new(),
-        concurrency: scn.concurrency,
-        timeout: scn.timeout,
         events,
         events_flag,
-        sink,
-        chart: opts.chart.then(|| Collector::new(has_breaker)),
-        s: Summary {
-            scenario: scn.name.clone(),
-            config: scn.config_origin.display().to_string(),
-            ..Summary::default()
-        },
-        state: if has_breaker {
+        link,
+        active: 0,
+        queue: VecDeque::new(),
+        state: if sh.has_breaker {
             State::Closed
         } else {
             State::Disabled
@@ -446,20 +470,128 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
         burst_live: false,
         burst: 0,
         pending_recovery: None,
+        recovery_to_close: None,
         rl_start: None,
+        tally: WorkerSummary {
+            worker: index as u64,
+            ..WorkerSummary::default()
+        },
+    })
+}
+
+struct Engine<'s> {
+    clock: ManualClock,
+    workers: Vec<Worker>,
+    /// Whether timeline lines name their worker (more than one).
+    named: bool,
+    has_breaker: bool,
+    classifier: Classifier,
+    upstream: Upstream,
+    heap: BinaryHeap<Item>,
+    seq: u64,
+    /// Attempts and answers in the heap (fleet syncs alone do not keep the run going).
+    calls_pending: u64,
+    concurrency: Option<u64>,
+    timeout: Option<u64>,
+    woken: Arc<Mutex<Vec<usize>>>,
+    retry_after: KnownRetryAfter,
+    sink: Option<&'s mut dyn Sink>,
+    chart: Option<Collector>,
+    s: Summary,
+    next_id: u64,
+}
+
+/// Runs a scenario.
+pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result<Run, CliError> {
+    let wall = wall_origin(scn, opts.skip_malformed)?;
+    let clock = ManualClock::with_wall_origin(wall);
+    let shared: Arc<dyn holdoff::Clock> = Arc::new(clock.clone());
+    let at = |e: holdoff::ConfigError| {
+        CliError::in_file(&scn.config_origin, e.rule).field(format!("config.{}", e.field))
+    };
+    let cfg = &scn.config;
+    let has_breaker = cfg.breaker.is_some();
+    let classifier = Classifier::new(
+        cfg.classifier
+            .clone()
+            .unwrap_or_default()
+            .to_config()
+            .map_err(at)?,
+    )
+    .map_err(at)?;
+    let fleet = crate::fleet::Fleet::from_config(scn)?;
+    let woken = Arc::new(Mutex::new(Vec::new()));
+    let sh = Shared {
+        clock: shared,
+        classifier: &classifier,
+        has_breaker,
+        fleet: fleet.as_ref(),
+        woken: &woken,
+    };
+    let mut workers = Vec::with_capacity(scn.workers as usize);
+    for i in 0..scn.workers as usize {
+        workers.push(build_worker(scn, &sh, i)?);
+    }
+    let upstream = Upstream::new(scn, classifier.clone(), wall, opts.skip_malformed)?;
+    let mut arrivals = Arrivals::new(scn, opts.skip_malformed)?;
+
+    let mut e = Engine {
+        clock,
+        named: workers.len() > 1,
+        workers,
+        has_breaker,
+        classifier,
+        upstream,
+        heap: BinaryHeap::new(),
+        seq: 0,
+        calls_pending: 0,
+        concurrency: scn.concurrency,
+        timeout: scn.timeout,
+        woken,
+        retry_after: KnownRetryAfter::new(crate::fleet::staleness_bound(scn)),
+        sink,
+        chart: opts.chart.then(|| Collector::new(has_breaker)),
+        s: Summary {
+            scenario: scn.name.clone(),
+            config: scn.config_origin.display().to_string(),
+            workers: u64::from(scn.workers),
+            fleet: if fleet.is_some() { "shared" } else { "local" },
+            ..Summary::default()
+        },
         next_id: 1,
     };
-    if let Some(b) = &e.budget {
+    if let Some(b) = &e.workers[0].budget {
         e.s.budget_ms = Some(Ms(b.config().max_rate_limit_duration.as_nanos() as u64));
     }
-    if let Some(q) = &e.quota {
+    if let Some(q) = &e.workers[0].quota {
         e.s.quota_low_water = Some(q.available());
     }
+    // The workers' periodic syncs are spread over one refresh period, as independent processes'
+    // timers would be.
+    if let Some(f) = &fleet {
+        let n = e.workers.len() as u64;
+        for w in 0..e.workers.len() {
+            if e.workers[w].link.is_some() {
+                let first = f.refresh_ns() * w as u64 / n;
+                e.schedule(
+                    first,
+                    Job::Sync {
+                        worker: w,
+                        periodic: true,
+                    },
+                );
+            }
+        }
+    }
 
+    let shared_fleet = fleet.is_some();
     let end = scn.end.unwrap_or(u64::MAX);
     let mut now = 0u64;
     loop {
         let next_arrival = arrivals.peek();
+        if next_arrival.is_none() && e.calls_pending == 0 {
+            break;
+        }
         let next_job = e.heap.peek().map(|i| i.t);
         let take_job = match (next_job, next_arrival) {
             (None, None) => break,
@@ -485,11 +617,16 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
         if take_job {
             let Some(item) = e.heap.pop() else { break };
             match item.job {
-                Job::Attempt(cs) => e.attempt(t, *cs)?,
+                Job::Attempt(cs) => {
+                    e.calls_pending -= 1;
+                    e.attempt(t, *cs)?
+                }
                 Job::Answer(a) => {
+                    e.calls_pending -= 1;
                     let a = *a;
                     e.on_answer(t, a.cs, a.permit, a.answer, a.timed_out, a.sent)?
                 }
+                Job::Sync { worker, periodic } => e.sync(t, worker, periodic)?,
             }
         } else if let Some((t, rec)) = arrivals.pop()? {
             let own = rec.map(|r| {
@@ -499,7 +636,13 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
             e.s.calls += 1;
             let id = e.next_id;
             e.next_id += 1;
-            e.start(t, id, own)?;
+            // Calls go to the workers in turn, like a round-robin load balancer.
+            let w = ((id - 1) % e.workers.len() as u64) as usize;
+            e.workers[w].tally.calls += 1;
+            e.start(t, w, id, own)?;
+        }
+        if shared_fleet {
+            e.wake(t)?;
         }
     }
     if let Some(end) = scn.end {
@@ -526,6 +669,47 @@ fn wall_origin(scn: &Scenario, skip: bool) -> Result<SystemTime, CliError> {
     Ok(UNIX_EPOCH)
 }
 
+/// The Retry-After windows the fleet knows of, for counting requests sent inside one.
+///
+/// A Retry-After of `d` answered at `t` is known from `t + staleness` (the time every worker
+/// of a shared fleet has synced since) until `t + d`. Answers come in time order, so windows
+/// become known in order: a queue of those not yet known and the latest end of those known.
+struct KnownRetryAfter {
+    staleness: u64,
+    pending: VecDeque<(u64, u64)>,
+    known_until: u64,
+}
+
+impl KnownRetryAfter {
+    fn new(staleness: u64) -> Self {
+        KnownRetryAfter {
+            staleness,
+            pending: VecDeque::new(),
+            known_until: 0,
+        }
+    }
+
+    /// A Retry-After of `d` ns reached a worker at `t`.
+    fn told(&mut self, t: u64, d: u64) {
+        let (from, until) = (t.saturating_add(self.staleness), t.saturating_add(d));
+        if from < until {
+            self.pending.push_back((from, until));
+        }
+    }
+
+    /// Whether a request sent at `t` is inside a known Retry-After.
+    fn inside(&mut self, t: u64) -> bool {
+        while let Some(&(from, until)) = self.pending.front() {
+            if from > t {
+                break;
+            }
+            self.known_until = self.known_until.max(until);
+            self.pending.pop_front();
+        }
+        t < self.known_until
+    }
+}
+
 impl Engine<'_> {
     fn emit(&mut self, ev: Event) -> Result<(), CliError> {
         match &mut self.sink {
@@ -535,6 +719,9 @@ impl Engine<'_> {
     }
 
     fn schedule(&mut self, t: u64, job: Job) {
+        if !matches!(job, Job::Sync { .. }) {
+            self.calls_pending += 1;
+        }
         self.seq += 1;
         self.heap.push(Item {
             t,
@@ -543,22 +730,61 @@ impl Engine<'_> {
         });
     }
 
-    fn start(&mut self, t: u64, id: u64, own: Option<Answer>) -> Result<(), CliError> {
+    /// One fleet sync of worker `w`: its ops to the store, the fleet's record to its breaker.
+    fn sync(&mut self, t: u64, w: usize, periodic: bool) -> Result<(), CliError> {
+        let Some(link) = &mut self.workers[w].link else {
+            return Ok(());
+        };
+        link.sync();
+        let next = periodic.then(|| t.saturating_add(link.refresh_ns()));
+        self.drain(w)?;
+        if let Some(n) = next {
+            self.schedule(
+                n,
+                Job::Sync {
+                    worker: w,
+                    periodic: true,
+                },
+            );
+        }
+        Ok(())
+    }
+
+    /// Syncs at once every worker whose breaker pushed an op to its fleet (a trip, a
+    /// retry-later, a probe answer): the waker of a real worker's background thread.
+    fn wake(&mut self, t: u64) -> Result<(), CliError> {
+        loop {
+            let ws = std::mem::take(&mut *self.woken.lock().unwrap_or_else(|e| e.into_inner()));
+            if ws.is_empty() {
+                return Ok(());
+            }
+            let mut ws = ws;
+            ws.sort_unstable();
+            ws.dedup();
+            for w in ws {
+                self.sync(t, w, false)?;
+            }
+        }
+    }
+
+    fn start(&mut self, t: u64, w: usize, id: u64, own: Option<Answer>) -> Result<(), CliError> {
         if let Some(limit) = self.concurrency {
-            if self.active >= limit {
+            let wk = &mut self.workers[w];
+            if wk.active >= limit {
                 self.s.queued += 1;
-                self.queue.push_back((id, own));
+                wk.queue.push_back((id, own));
                 return Ok(());
             }
         }
-        self.begin(t, id, own)
+        self.begin(t, w, id, own)
     }
 
-    /// Takes a concurrency slot for call `id` and makes its first attempt.
-    fn begin(&mut self, t: u64, id: u64, own: Option<Answer>) -> Result<(), CliError> {
-        self.active += 1;
+    /// Takes a concurrency slot of worker `w` for call `id` and makes its first attempt.
+    fn begin(&mut self, t: u64, w: usize, id: u64, own: Option<Answer>) -> Result<(), CliError> {
+        self.workers[w].active += 1;
         let cs = CallState {
             id,
+            worker: w,
             call: Call::new(),
             attempts: 0,
             own,
@@ -566,23 +792,31 @@ impl Engine<'_> {
         self.attempt(t, cs)
     }
 
-    fn end_call(&mut self, t: u64) -> Result<(), CliError> {
-        self.active -= 1;
-        if let Some((id, own)) = self.queue.pop_front() {
-            self.begin(t, id, own)?;
+    fn end_call(&mut self, t: u64, w: usize) -> Result<(), CliError> {
+        let wk = &mut self.workers[w];
+        wk.active -= 1;
+        if let Some((id, own)) = wk.queue.pop_front() {
+            self.begin(t, w, id, own)?;
         }
         Ok(())
     }
 
-    fn refused(&mut self, t: u64, call: u64, retry_after: Option<u64>, then: Then) -> Result<(), CliError> {
+    fn refused(
+        &mut self,
+        t: u64,
+        cs: &CallState,
+        retry_after: Option<u64>,
+        then: Then,
+    ) -> Result<(), CliError> {
         self.s.refused += 1;
+        self.workers[cs.worker].tally.refused += 1;
         if let Some(c) = &mut self.chart {
             c.refused(t);
         }
         if self.sink.is_some() {
             self.emit(Event::Refused {
                 t,
-                call,
+                call: cs.id,
                 retry_after,
                 then,
             })?;
@@ -632,34 +866,30 @@ impl Engine<'_> {
     }
 
     fn attempt(&mut self, t: u64, mut cs: CallState) -> Result<(), CliError> {
-        if let Some(p) = &self.policy {
+        let w = cs.worker;
+        if let Some(p) = &self.workers[w].policy {
             match p.before_attempt(&mut cs.call) {
                 Before::Go(permit) => self.send(t, cs, permit),
                 Before::Wait(d) => {
-                    self.drain()?;
+                    self.drain(w)?;
                     let d = d.as_nanos() as u64;
-                    self.refused(t, cs.id, Some(d), Then::Waits)?;
+                    self.refused(t, &cs, Some(d), Then::Waits)?;
                     self.wait(t, cs, d, "breaker", None, false)
                 }
                 Before::GiveUp { reason, retry_after } => {
-                    self.drain()?;
-                    self.refused(t, cs.id, retry_after.map(|d| d.as_nanos() as u64), Then::GaveUp)?;
+                    self.drain(w)?;
+                    self.refused(t, &cs, retry_after.map(|d| d.as_nanos() as u64), Then::GaveUp)?;
                     self.give_up(t, &cs, reason, false, false)?;
-                    self.end_call(t)
+                    self.end_call(t, w)
                 }
             }
         } else {
-            match self.breaker.allow() {
+            match self.workers[w].breaker.allow() {
                 Ok(permit) => self.send(t, cs, permit),
                 Err(r) => {
-                    self.drain()?;
-                    self.refused(
-                        t,
-                        cs.id,
-                        r.retry_after.map(|d| d.as_nanos() as u64),
-                        Then::Stopped,
-                    )?;
-                    self.end_call(t)
+                    self.drain(w)?;
+                    self.refused(t, &cs, r.retry_after.map(|d| d.as_nanos() as u64), Then::Stopped)?;
+                    self.end_call(t, w)
                 }
             }
         }
@@ -693,19 +923,31 @@ impl Engine<'_> {
     }
 
     fn send(&mut self, t: u64, mut cs: CallState, permit: Permit) -> Result<(), CliError> {
+        let w = cs.worker;
         cs.attempts += 1;
         self.s.upstream_requests += 1;
+        self.workers[w].tally.upstream_requests += 1;
+        if self.retry_after.inside(t) {
+            self.s.requests_before_retry_after += 1;
+            self.workers[w].tally.requests_before_retry_after += 1;
+        }
         if permit.is_probe() {
             if let Some(c) = &mut self.chart {
                 c.probe(t);
             }
-            self.emit(Event::Probe { t, call: cs.id })?;
+            let worker = self.named.then_some(w as u32);
+            self.emit(Event::Probe {
+                t,
+                call: cs.id,
+                worker,
+            })?;
         }
-        self.drain()?;
-        if !permit.is_probe() && self.burst_live {
-            match self.last_close {
-                Some((tc, iv)) if t.saturating_sub(tc) <= iv => self.burst += 1,
-                _ => self.burst_live = false,
+        self.drain(w)?;
+        let wk = &mut self.workers[w];
+        if !permit.is_probe() && wk.burst_live {
+            match wk.last_close {
+                Some((tc, iv)) if t.saturating_sub(tc) <= iv => wk.burst += 1,
+                _ => wk.burst_live = false,
             }
         }
         let own = if cs.attempts == 1 { cs.own.take() } else { None };
@@ -757,11 +999,13 @@ impl Engine<'_> {
         }
     }
 
-    fn count_outcome(&mut self, sent: u64, o: Outcome) -> Class {
+    /// Counts an answer that arrived at `t` for a request sent at `sent`.
+    fn count_outcome(&mut self, t: u64, sent: u64, o: Outcome) -> Class {
         let (class, slot) = match o {
             Outcome::Success => (Class::Success, &mut self.s.upstream_outcomes.success),
             Outcome::Answer => (Class::Answer, &mut self.s.upstream_outcomes.answer),
             Outcome::RetryLater(d) if !d.is_zero() => {
+                self.retry_after.told(t, d.as_nanos() as u64);
                 (Class::RateLimited, &mut self.s.upstream_outcomes.retry_later)
             }
             Outcome::Timeout => (Class::Timeout, &mut self.s.upstream_outcomes.timeout),
@@ -783,10 +1027,11 @@ impl Engine<'_> {
         timed_out: bool,
         sent: u64,
     ) -> Result<(), CliError> {
+        let w = cs.worker;
         let probe = permit.is_probe();
         let status = (!timed_out).then_some(answer.status);
         let headers = answer.retry_after.as_deref().map(|v| ("retry-after", v));
-        if let Some(p) = &self.policy {
+        if let Some(p) = &self.workers[w].policy {
             let (decision, outcome) = if timed_out {
                 let d = p
                     .after_attempt(&mut cs.call, permit, Outcome::Timeout)
@@ -798,7 +1043,7 @@ impl Engine<'_> {
                     .map_err(internal)?;
                 (d, c.outcome)
             };
-            self.count_outcome(sent, outcome);
+            self.count_outcome(t, sent, outcome);
             // A retry or a give-up gets its own line naming the status; only a request that ends
             // its call is folded into the "requests reached the upstream" runs.
             let ends = matches!(
@@ -812,23 +1057,23 @@ impl Engine<'_> {
             if probe || ends {
                 self.answered(t, cs.id, probe, status, outcome)?;
             }
-            self.drain()?;
-            self.track_budget(t, matches!(outcome, Outcome::RetryLater(d) if !d.is_zero()));
+            self.drain(w)?;
+            self.track_budget(t, w, matches!(outcome, Outcome::RetryLater(d) if !d.is_zero()));
             match decision {
                 Decision::Done => {
                     self.s.calls_succeeded += 1;
-                    self.end_call(t)
+                    self.end_call(t, w)
                 }
                 Decision::Retry { delay, source, .. } => {
-                    if let Some(q) = &self.quota {
+                    if let Some(q) = &self.workers[w].quota {
                         let a = q.available();
-                        self.s.quota_low_water = Some(self.s.quota_low_water.map_or(a, |w| w.min(a)));
+                        self.s.quota_low_water = Some(self.s.quota_low_water.map_or(a, |lw| lw.min(a)));
                     }
                     self.wait(t, cs, delay.as_nanos() as u64, source.name(), status, true)
                 }
                 Decision::GiveUp { reason, server_delay } => {
                     self.give_up(t, &cs, reason, server_delay.is_some(), true)?;
-                    self.end_call(t)
+                    self.end_call(t, w)
                 }
             }
         } else {
@@ -841,34 +1086,38 @@ impl Engine<'_> {
                     .map_err(internal)?
                     .outcome
             };
-            self.breaker.record(permit, outcome).map_err(internal)?;
-            self.count_outcome(sent, outcome);
+            self.workers[w]
+                .breaker
+                .record(permit, outcome)
+                .map_err(internal)?;
+            self.count_outcome(t, sent, outcome);
             match outcome {
                 Outcome::Success => self.s.calls_succeeded += 1,
                 Outcome::Answer => self.s.calls_answered += 1,
                 _ => self.s.calls_failed += 1,
             }
             self.answered(t, cs.id, probe, status, outcome)?;
-            self.drain()?;
-            self.end_call(t)
+            self.drain(w)?;
+            self.end_call(t, w)
         }
     }
 
-    fn track_budget(&mut self, t: u64, rate_limited: bool) {
-        let Some(b) = &self.budget else { return };
-        if !rate_limited && self.rl_start.is_none() {
+    fn track_budget(&mut self, t: u64, w: usize, rate_limited: bool) {
+        let wk = &mut self.workers[w];
+        let Some(b) = &wk.budget else { return };
+        if !rate_limited && wk.rl_start.is_none() {
             return;
         }
         let start = b.episode_start();
-        if start.is_some() && start != self.rl_start {
+        if start.is_some() && start != wk.rl_start {
             self.s.rate_limit_episodes += 1;
         }
+        wk.rl_start = start;
         if let (true, Some(a)) = (rate_limited, start) {
             // The budget an episode has used is the time from its first rate-limited answer to
             // the latest one it decided on.
             self.note_spent(t.saturating_sub(a.as_nanos()));
         }
-        self.rl_start = start;
     }
 
     fn note_spent(&mut self, ns: u64) {
@@ -878,46 +1127,49 @@ impl Engine<'_> {
 
     fn on_recovery(&mut self, r: u64) -> Result<(), CliError> {
         self.s.upstream_recovered_at_ms = Some(Ms(r));
-        if !self.has_breaker {
-            return self.emit(Event::Recovered { t: r });
-        }
-        if matches!(self.state, State::Closed | State::Disabled) {
-            self.s.recovery_to_close_ms = Some(Ms(0));
-            self.pending_recovery = None;
-        } else {
-            self.s.recovery_to_close_ms = None;
-            self.pending_recovery = Some(r);
+        if self.has_breaker {
+            for wk in &mut self.workers {
+                if matches!(wk.state, State::Closed | State::Disabled) {
+                    wk.recovery_to_close = Some(Ms(0));
+                    wk.pending_recovery = None;
+                } else {
+                    wk.recovery_to_close = None;
+                    wk.pending_recovery = Some(r);
+                }
+            }
         }
         self.emit(Event::Recovered { t: r })
     }
 
-    fn drain(&mut self) -> Result<(), CliError> {
-        if !self.events_flag.load(Ordering::Relaxed) || !self.events_flag.swap(false, Ordering::AcqRel) {
+    fn drain(&mut self, w: usize) -> Result<(), CliError> {
+        let wk = &self.workers[w];
+        if !wk.events_flag.load(Ordering::Relaxed) || !wk.events_flag.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let evs: Vec<StateChange> =
-            std::mem::take(&mut *self.events.lock().unwrap_or_else(|e| e.into_inner()));
+        let evs: Vec<StateChange> = std::mem::take(&mut *wk.events.lock().unwrap_or_else(|e| e.into_inner()));
         for ev in evs {
-            self.on_state(ev)?;
+            self.on_state(w, ev)?;
         }
         Ok(())
     }
 
-    fn on_state(&mut self, ev: StateChange) -> Result<(), CliError> {
+    fn on_state(&mut self, w: usize, ev: StateChange) -> Result<(), CliError> {
         let t = ev.at.as_nanos();
-        if let Some(d) = ev.open_for {
-            self.interval = d.as_nanos() as u64;
-        }
         let opened = ev.from == State::Closed && ev.to == State::Open;
         let closed = ev.reason == Reason::Recovered;
+        let wk = &mut self.workers[w];
+        if let Some(d) = ev.open_for {
+            wk.interval = d.as_nanos() as u64;
+        }
         if opened {
-            if let Some((tc, iv)) = self.last_close.take() {
+            wk.tally.opens += 1;
+            if let Some((tc, iv)) = wk.last_close.take() {
                 if t.saturating_sub(tc) <= iv {
                     self.s.premature_closes += 1;
-                    self.s.largest_burst_after_close = self.s.largest_burst_after_close.max(self.burst);
+                    self.s.largest_burst_after_close = self.s.largest_burst_after_close.max(wk.burst);
                 }
             }
-            self.burst_live = false;
+            wk.burst_live = false;
         }
         if closed {
             // Bring the upstream model up to the close, so a recovery just before it counts.
@@ -925,19 +1177,23 @@ impl Engine<'_> {
             if let Some(r) = self.upstream.take_recovery() {
                 self.on_recovery(r)?;
             }
-            self.last_close = Some((t, self.interval));
-            self.burst_live = true;
-            self.burst = 0;
-            if let Some(r) = self.pending_recovery.take() {
-                self.s.recovery_to_close_ms = Some(Ms(t.saturating_sub(r)));
+            let wk = &mut self.workers[w];
+            wk.last_close = Some((t, wk.interval));
+            wk.burst_live = true;
+            wk.burst = 0;
+            if let Some(r) = wk.pending_recovery.take() {
+                wk.recovery_to_close = Some(Ms(t.saturating_sub(r)));
             }
         }
-        self.state = ev.to;
-        if let Some(c) = &mut self.chart {
+        self.workers[w].state = ev.to;
+        // The chart's state panel shows the first worker's breaker.
+        if let (Some(c), 0) = (&mut self.chart, w) {
             c.state(t, state_row(ev.to), opened, closed);
         }
+        let worker = self.named.then_some(w as u32);
         self.emit(Event::State {
             t,
+            worker,
             from: ev.from,
             to: ev.to,
             reason: ev.reason,
@@ -947,16 +1203,33 @@ impl Engine<'_> {
     }
 
     fn finish(mut self, now: u64, skipped_by_callers: u64) -> Result<Run, CliError> {
-        self.drain()?;
-        self.s.end_ms = Ms(now);
-        let snap = self.breaker.snapshot();
-        if self.has_breaker {
-            self.s.opens = snap.opens;
-            self.s.closes = snap.closes;
-            self.s.probes = snap.probes;
-            self.s.stale_answers = snap.stale_answers;
+        for w in 0..self.workers.len() {
+            self.drain(w)?;
         }
-        self.s.in_flight_at_end = self.active + self.queue.len() as u64;
+        self.s.end_ms = Ms(now);
+        let mut in_flight = 0;
+        let mut to_close = Some(Ms(0));
+        for wk in &mut self.workers {
+            if self.has_breaker {
+                let snap = wk.breaker.snapshot();
+                self.s.opens += snap.opens;
+                self.s.closes += snap.closes;
+                self.s.probes += snap.probes;
+                self.s.stale_answers += snap.stale_answers;
+                wk.tally.probes = snap.probes;
+            }
+            in_flight += wk.active + wk.queue.len() as u64;
+            // The fleet has closed after a recovery when its last worker has.
+            to_close = match (to_close, wk.recovery_to_close) {
+                (Some(a), Some(b)) => Some(Ms(a.0.max(b.0))),
+                _ => None,
+            };
+            self.s.per_worker.push(wk.tally.clone());
+        }
+        if self.has_breaker && self.s.upstream_recovered_at_ms.is_some() {
+            self.s.recovery_to_close_ms = to_close;
+        }
+        self.s.in_flight_at_end = in_flight;
         self.s.malformed_lines_skipped = self.upstream.skipped() + skipped_by_callers;
         if let Some(c) = &mut self.chart {
             c.finish(now);
@@ -965,5 +1238,25 @@ impl Engine<'_> {
             summary: self.s,
             chart: self.chart,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KnownRetryAfter;
+
+    #[test]
+    fn a_retry_after_is_known_from_the_staleness_bound_to_its_end() {
+        let mut k = KnownRetryAfter::new(50);
+        k.told(1_000, 30_000);
+        k.told(2_000, 100);
+        assert!(!k.inside(1_049), "not yet known to every worker");
+        assert!(k.inside(1_050));
+        assert!(k.inside(30_999));
+        // The second window ends inside its own staleness bound: it never counts.
+        assert!(!k.inside(31_000), "over at its end");
+        k.told(40_000, 5_000);
+        assert!(!k.inside(40_010));
+        assert!(k.inside(44_999) && !k.inside(45_000));
     }
 }

@@ -285,3 +285,38 @@ fn a_field_name_with_a_newline_stays_on_one_line() {
     assert!(e.starts_with("error: c.json"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+#[test]
+fn bad_workers_and_fleet() {
+    let d = tempfile::tempdir().unwrap();
+    rejects(
+        d.path(),
+        "w.toml",
+        &format!("workers = 0\n{CALLERS}[upstream]\n"),
+        "error: w.toml:1: workers: must be between 1 and 10000",
+    );
+    rejects(
+        d.path(),
+        "f.toml",
+        &format!("[config.breaker]\nrecoveries = 1\n[config.fleet]\nurl = \"http://x\"\nkey = \"k\"\n{CALLERS}[upstream]\n"),
+        "error: f.toml:4: config.fleet.url: scheme must be memory://, redis://, rediss:// or unix://",
+    );
+    rejects(
+        d.path(),
+        "nb.toml",
+        &format!("[config.fleet]\nurl = \"memory://x\"\nkey = \"k\"\n{CALLERS}[upstream]\n"),
+        "error: nb.toml: config.fleet: a fleet shares a breaker: give a breaker too",
+    );
+    // A compare configuration names the field without the `config.` prefix.
+    write(d.path(), "s.toml", &format!("workers = 2\n{CALLERS}[upstream]\n"));
+    write(
+        d.path(),
+        "c.toml",
+        "[fleet]\nurl = \"memory://x\"\nkey = \"a b\"\n",
+    );
+    let e = fails(&["compare", "c.toml", "c.toml", "--scenario", "s.toml"], d.path());
+    assert!(
+        e.starts_with("error: c.toml:3: fleet.key: must not contain whitespace or control characters"),
+        "{e}"
+    );
+}
