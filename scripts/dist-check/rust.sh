@@ -21,6 +21,14 @@ VERSION="$(sed -nE 's/^version = "([^"]+)"/\1/p' "$ROOT/Cargo.toml" | head -n1)"
 log() { echo "[dist-check rust] $*" >&2; }
 
 log "cargo publish --dry-run: holdoff, holdoff-tokio, holdoff-cli"
+# The dry run verifies each package against the others through a temporary local registry,
+# whose crates cargo unpacks under $CARGO_HOME/registry/src/-<hash>/ and reuses by name and
+# version: a copy unpacked by an earlier run of the same version (from the same target path)
+# would stand in for today's sources. Those directories belong to local registries only (their
+# names start with "-"); crates.io's are left alone.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/holdoff-"$VERSION" \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/holdoff-tokio-"$VERSION" \
+  "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/holdoff-cli-"$VERSION"
 (cd "$ROOT" && cargo publish --dry-run --allow-dirty --quiet -p holdoff -p holdoff-tokio -p holdoff-cli)
 
 for crate in holdoff holdoff-tokio holdoff-cli; do
