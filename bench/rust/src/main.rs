@@ -23,6 +23,7 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant, SystemTime};
 
+use holdoff::fleet::FleetConfig;
 use holdoff::{
     Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Classifier, Outcome, RetryBudget,
     RetryState, SystemClock,
@@ -221,6 +222,33 @@ fn classify_ok(r: &Result<u64, ()>) -> Outcome {
     } else {
         Outcome::Failure
     }
+}
+
+/// The closed fast path with a fleet attached: a real `redis-server` started here on a unix
+/// socket (`holdoff_fleet::testing`), the fleet's background threads running. The fleet is
+/// never consulted on this path, so the figure should match `allow_record`. Without
+/// `redis-server` on PATH the row is left out and the reason printed.
+fn bench_fleet(b: &mut Bench) {
+    let server = match holdoff_fleet::testing::RedisServer::unix() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("rust: allow_record_fleet not measured: cannot start redis-server: {e}");
+            return;
+        }
+    };
+    let br = Arc::new(holdoff_breaker(BreakerConfig::default()));
+    let fleet = holdoff_fleet::attach(&br, &FleetConfig::new(server.url(), "bench")).unwrap();
+    let s = b.time_loop(|| pair(&br));
+    let attached = fleet.is_attached();
+    fleet.close();
+    assert!(attached, "the fleet stayed attached while measured");
+    b.push(
+        "holdoff",
+        "allow_record_fleet",
+        "ns/op",
+        s,
+        "allow() + record(permit, Success) on a closed breaker attached to a fleet on a local redis-server (background sync and pub/sub threads running); compare allow_record",
+    );
 }
 
 fn bench_holdoff(b: &mut Bench) {
@@ -499,6 +527,7 @@ fn main() {
         batch.as_millis()
     );
     bench_holdoff(&mut b);
+    bench_fleet(&mut b);
     peers::bench_peers(&mut b);
     bench_replay(&mut b);
     eprintln!("rust: done in {:.1} s", t0.elapsed().as_secs_f64());
