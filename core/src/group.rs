@@ -55,6 +55,8 @@ struct Entries {
     map: LruCache<String, Arc<Breaker>>,
     evictions: u64,
     overflows: u64,
+    // Set by the first read of the group's metrics: every breaker made from then on counts.
+    metrics: bool,
 }
 
 /// A bounded, lazily filled map from upstream key to its own [`Breaker`]. `Send + Sync`.
@@ -118,6 +120,7 @@ impl BreakerGroup {
                 map: LruCache::unbounded(),
                 evictions: 0,
                 overflows: 0,
+                metrics: false,
             }),
         })
     }
@@ -144,12 +147,38 @@ impl BreakerGroup {
         }
         if e.map.len() >= self.max_keys && !Self::evict_one(&mut e) {
             e.overflows += 1;
+            let metrics = e.metrics;
             drop(e);
-            return self.make(key);
+            let b = self.make(key);
+            if metrics {
+                b.enable_metrics();
+            }
+            return b;
         }
         let b = self.make(key);
+        if e.metrics {
+            b.enable_metrics();
+        }
         e.map.put(key.to_owned(), Arc::clone(&b));
         b
+    }
+
+    /// Starts counting on every kept breaker and every later one; returns the counts and the
+    /// kept breakers by key, sorted (for [`BreakerGroup::metrics`]).
+    pub(crate) fn start_metrics(&self) -> (GroupSnapshot, Vec<(String, Arc<Breaker>)>) {
+        let mut e = self.lock();
+        e.metrics = true;
+        let mut kept: Vec<(String, Arc<Breaker>)> =
+            e.map.iter().map(|(k, b)| (k.clone(), Arc::clone(b))).collect();
+        let snapshot = GroupSnapshot {
+            keys: e.map.len(),
+            max_keys: self.max_keys,
+            evictions: e.evictions,
+            overflows: e.overflows,
+        };
+        drop(e);
+        kept.sort_by(|a, b| a.0.cmp(&b.0));
+        (snapshot, kept)
     }
 
     // Evicts the least recently used idle breaker among the first EVICTION_SCAN; entries passed

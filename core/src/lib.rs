@@ -57,6 +57,7 @@ pub mod fleet;
 pub mod group;
 pub mod http;
 pub mod interop;
+pub mod metrics;
 pub mod policy;
 pub mod quota;
 pub mod retry_after;

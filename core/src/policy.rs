@@ -71,6 +71,8 @@ pub struct Policy {
     budget: Arc<RetryBudget>,
     quota: Option<Arc<RetryQuota>>,
     classifier: Classifier,
+    // Allocated on the first read of this policy's metrics (metrics/policy.rs).
+    pub(crate) counts: crate::metrics::policy::PolicyCounts,
 }
 
 impl Policy {
@@ -93,6 +95,7 @@ impl Policy {
             budget,
             quota,
             classifier,
+            counts: Default::default(),
         })
     }
 
@@ -130,6 +133,12 @@ impl Policy {
         now: &LazyNow<'_>,
         limit: Option<Duration>,
     ) -> Before {
+        let before = self.admit_within(call, now, limit);
+        self.count_before(call, &before);
+        before
+    }
+
+    fn admit_within(&self, call: &mut Call, now: &LazyNow<'_>, limit: Option<Duration>) -> Before {
         match self.breaker.allow_at(now) {
             Ok(p) => {
                 call.attempts += 1;
@@ -212,6 +221,19 @@ impl Policy {
     /// call's total time, if it has one): a retry whose wait is not shorter than the limit gives
     /// up with [`GiveUpReason::TotalTimeout`] before the quota pays for it.
     pub(crate) fn after_within(
+        &self,
+        call: &mut Call,
+        permit: Permit,
+        outcome: Outcome,
+        now: &LazyNow<'_>,
+        limit: Option<Duration>,
+    ) -> Result<Decision, PermitError> {
+        let decision = self.decide_within(call, permit, outcome, now, limit)?;
+        self.count_decision(&decision);
+        Ok(decision)
+    }
+
+    fn decide_within(
         &self,
         call: &mut Call,
         permit: Permit,

@@ -193,6 +193,8 @@ pub struct RetryQuota {
     id: u32,
     config: QuotaConfig,
     tokens: AtomicU64,
+    // Allocated on the first read of this quota's metrics (metrics/quota.rs).
+    pub(crate) counts: crate::metrics::quota::QuotaCounts,
 }
 
 impl RetryQuota {
@@ -203,6 +205,7 @@ impl RetryQuota {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed).max(1),
             tokens: AtomicU64::new(config.capacity),
             config,
+            counts: Default::default(),
         })
     }
 
@@ -231,7 +234,10 @@ impl RetryQuota {
         self.tokens
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |t| t.checked_sub(cost))
             .map(|_| QuotaLease { quota: self.id, cost })
-            .map_err(|available| QuotaEmpty { available, cost })
+            .map_err(|available| {
+                self.count_refused();
+                QuotaEmpty { available, cost }
+            })
     }
 
     /// A call succeeded: refunds its lease, or adds `success_refill` if it needed no retry.

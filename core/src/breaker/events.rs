@@ -83,6 +83,7 @@ impl Breaker {
             word_episode(change.from)
         };
         self.store_state(change.from, change.to, episode);
+        self.count_transition(change.reason);
         let ev = StateChange {
             at: change.at,
             from: State::from_bits(change.from),

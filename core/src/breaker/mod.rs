@@ -53,6 +53,7 @@
 
 mod events;
 pub(crate) mod fleet;
+mod metrics;
 pub(crate) mod permit;
 mod probes;
 mod word;
@@ -334,6 +335,8 @@ pub struct Breaker {
     threshold: u64,
     clock: Arc<dyn Clock>,
     inner: Mutex<Inner>,
+    // Allocated on the first read of this breaker's metrics; one pointer until then.
+    counts: metrics::BreakerCounts,
 }
 
 impl std::fmt::Debug for Breaker {
@@ -384,6 +387,7 @@ impl Breaker {
             }),
             config,
             clock,
+            counts: metrics::BreakerCounts::new(),
         })
     }
 
@@ -439,10 +443,12 @@ impl Breaker {
     /// into the cold branch.
     #[inline]
     fn allow_with(&self, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
-        match self.allow_fast() {
+        let r = match self.allow_fast() {
             Some(permit) => Ok(permit),
             None => self.allow_slow(now),
-        }
+        };
+        self.count_allow(r.is_ok());
+        r
     }
 
     /// Reports the outcome of a call admitted by [`Breaker::allow`].
@@ -477,10 +483,13 @@ impl Breaker {
         if permit.breaker != self.id {
             return Err(PermitError::Foreign);
         }
-        if self.record_fast(&permit, outcome) {
-            return Ok(Effect::Counted);
-        }
-        Ok(self.record_slow(&permit, outcome, now))
+        let effect = if self.record_fast(&permit, outcome) {
+            Effect::Counted
+        } else {
+            self.record_slow(&permit, outcome, now)
+        };
+        self.count_record(&outcome, effect);
+        Ok(effect)
     }
 
     #[cold]

@@ -101,6 +101,7 @@ impl Breaker {
                         timeout,
                     });
                     inner.probes_admitted += 1;
+                    self.count_probe();
                     if state == State::Open {
                         self.apply(
                             &mut inner,

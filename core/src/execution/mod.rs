@@ -182,6 +182,7 @@ impl<P: Deref<Target = Policy>> Execution<P> {
             policy.forgo_retry(&mut self.run.call);
             let attempts = self.run.call.attempts();
             let breaker = policy.breaker().wait_at(&now).filter(|w| !w.is_zero());
+            policy.count_give_up(GiveUpReason::TotalTimeout);
             return Ok(self.run.finish(Verdict::GiveUp(GaveUp {
                 reason: GiveUpReason::TotalTimeout,
                 attempts,
@@ -318,6 +319,7 @@ impl<P: Deref<Target = Policy>> Execution<P> {
         match (&self.run.state, self.run.last_wait) {
             (State::Ready, Some(w)) if self.run.started => {
                 self.policy.forgo_retry(&mut self.run.call);
+                self.policy.count_give_up(GiveUpReason::AttemptsExhausted);
                 let v = Verdict::GiveUp(GaveUp {
                     reason: GiveUpReason::AttemptsExhausted,
                     attempts: self.run.call.attempts(),
@@ -345,8 +347,12 @@ impl<P: Deref<Target = Policy>> Execution<P> {
                 return v;
             }
         }
-        // Cancelled during a wait: the retry it waited for is forgone.
+        // Cancelled during a wait: the retry it waited for is forgone. A call never started
+        // (an execution dropped unused) ends without having been a call: nothing to count.
         self.policy.forgo_retry(&mut self.run.call);
+        if self.run.started {
+            self.policy.count_give_up(GiveUpReason::Cancelled);
+        }
         let attempts = self.run.call.attempts();
         self.run.state = State::Finished(Verdict::Cancelled { attempts });
         Verdict::Cancelled { attempts }

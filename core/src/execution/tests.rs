@@ -174,3 +174,27 @@ fn steps_out_of_order_are_refused() {
         "execute.attempt_timeout"
     );
 }
+
+#[test]
+fn an_execution_dropped_unused_counts_no_give_up_and_a_cancelled_wait_does() {
+    let clock = ManualClock::new();
+    let p = policy(&clock);
+    let mut out = Vec::new();
+    p.metrics(&mut out);
+    drop(Execution::new(&p, ExecutionConfig::default()).unwrap());
+    let mut e = Execution::new(&p, ExecutionConfig::default()).unwrap();
+    assert!(matches!(e.next_step().unwrap(), Step::Attempt(_)));
+    assert!(matches!(
+        e.complete(Attempted::Raised(Outcome::Failure)).unwrap(),
+        Step::Wait(_)
+    ));
+    drop(e);
+    out.clear();
+    p.metrics(&mut out);
+    let cancelled: f64 = out
+        .iter()
+        .filter(|s| s.series(None) == "holdoff.retry.give_ups{reason=cancelled}")
+        .map(|s| s.value)
+        .sum();
+    assert_eq!(cancelled, 1.0);
+}
