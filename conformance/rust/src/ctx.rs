@@ -114,6 +114,21 @@ impl<T: Time> Ctx<T> {
             }
             fleet_store = Some(store);
         }
+        // Counting starts at an object's first read of its metrics: read each once now, so the
+        // `metrics` steps count the whole case.
+        let mut first = Vec::new();
+        for b in breaker.iter().chain(members.iter().map(FleetMember::breaker)) {
+            b.metrics(&mut first);
+        }
+        if let Some(g) = &group {
+            g.metrics();
+        }
+        if let Some(q) = &quota {
+            q.metrics(&mut first);
+        }
+        if let Some(p) = &policy {
+            p.metrics(&mut first);
+        }
         Ok(Ctx {
             time,
             clock,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// The version of the runner contract (`conformance/VERSION`) these runners were written for.
-const SUITE_VERSION: u64 = 3;
+const SUITE_VERSION: u64 = 4;
 
 /// Every case of `conformance/cases/**/*.json` as `(id, case)`, files in path order, keeping only
 /// the cases whose id contains `HOLDOFF_CASES` (all when unset).

@@ -5,6 +5,7 @@ mod breaker;
 mod budget;
 mod clock;
 mod http;
+mod metrics;
 mod policy;
 mod quota;
 
@@ -39,6 +40,7 @@ impl<T: Time> Ctx<T> {
             "after" => self.after(step, expect),
             "fleet_sync" => self.fleet_sync(step, expect),
             "fleet_store" => self.fleet_store_step(step, expect),
+            "metrics" => self.metrics_step(step, expect),
             other => Err(format!("unknown op {other:?}")),
         }
     }
