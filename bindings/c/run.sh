@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # bindings/c: the C ABI (crate holdoff-ffi, include/holdoff.h) and its C tests.
 #
-#   run.sh test         header check, Rust unit tests, C API tests, the pthread stress test and
-#                       the conformance runner, then `sanitize`
-#   run.sh sanitize     the same three C programs under AddressSanitizer + UBSan (leaks checked
+#   run.sh test         header check, Rust unit tests, C API tests, C metrics tests, the pthread
+#                       stress test and the conformance runner, then `sanitize`
+#   run.sh sanitize     the same four C programs under AddressSanitizer + UBSan (leaks checked
 #                       at exit), then under valgrind memcheck (definite leaks are errors)
 #   run.sh conformance  the C conformance runner only
 #   run.sh header       regenerate include/holdoff.h with the pinned cbindgen
@@ -57,6 +57,7 @@ build_tests() { # rest: extra compiler flags; $1 suffix of the binaries
   local suffix="$1"
   shift
   cc_test "$HERE/tests/api_test.c" "$OUT/api_test$suffix" "$@"
+  cc_test "$HERE/tests/metrics_test.c" "$OUT/metrics_test$suffix" "$@"
   cc_test "$HERE/tests/stress_test.c" "$OUT/stress_test$suffix" "$@"
   cc_test "$HERE/tests/conformance.c" "$OUT/conformance$suffix" "$@"
 }
@@ -66,6 +67,8 @@ run_suite() { # $1 label, $2 binary suffix, rest: command prefix (a checker)
   shift 2
   log "API tests$label"
   "$@" "$OUT/api_test$suffix" | tail -n 1
+  log "metrics tests$label"
+  "$@" "$OUT/metrics_test$suffix" | tail -n 1
   log "stress test$label"
   "$@" "$OUT/stress_test$suffix" | tail -n 2
   log "conformance$label"

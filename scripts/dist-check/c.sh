@@ -38,7 +38,7 @@ fi
 
 # The test programs, copied: nothing is compiled from the checkout.
 mkdir -p "$WORK/src"
-cp "$ROOT/bindings/c/tests/conformance.c" "$WORK/src/"
+cp "$ROOT/bindings/c/tests/conformance.c" "$ROOT/bindings/c/tests/metrics_series.h" "$WORK/src/"
 cat >"$WORK/src/smoke.c" <<'C'
 #include <stdio.h>
 #include <string.h>

@@ -83,6 +83,11 @@
 #define HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS 60000000000
 
 /**
+ * `holdoff_metric_sample.attribute` of a metric that has no attribute of its own.
+ */
+#define HOLDOFF_METRIC_NO_ATTRIBUTE UINT32_MAX
+
+/**
  * Major version of this header and library.
  */
 #define HOLDOFF_VERSION_MAJOR 0
@@ -108,7 +113,7 @@
  * for another ABI must not be used (holdoff promises no ABI stability before 1.0; link it
  * statically).
  */
-#define HOLDOFF_ABI_VERSION 4
+#define HOLDOFF_ABI_VERSION 5
 
 /**
  * What a `holdoff_*` function did. Every fallible function returns one.
@@ -156,8 +161,9 @@ enum holdoff_status
     /**
      * An argument of an operation is out of range: a value that is not an HTTP status at all
      * (outside 0..=999; the last-error field is `status`), an enum value this library does not
-     * know, text that is not UTF-8, an index past the end of a key list, a system clock set by
-     * hand, a quota lease that was not acquired. Stable name `invalid_input`.
+     * know, text that is not UTF-8, an index past the end of a key list or a metric list, a
+     * metric code out of range, a system clock set by hand, a quota lease that was not
+     * acquired. Stable name `invalid_input`.
      */
     HOLDOFF_STATUS_INVALID_INPUT = 201,
     /**
@@ -819,6 +825,32 @@ typedef uint32_t holdoff_memory_store_action;
 #endif // __cplusplus
 
 /**
+ * Whether a metric is a cumulative count or a value read as it is
+ * (`holdoff_metric_info.kind`).
+ */
+enum holdoff_metric_kind
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+    /**
+     * Monotonic, cumulative since counting started (an OpenTelemetry observable counter).
+     */
+    HOLDOFF_METRIC_KIND_COUNTER = 0,
+    /**
+     * The current value (an OpenTelemetry observable gauge).
+     */
+    HOLDOFF_METRIC_KIND_GAUGE = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum holdoff_metric_kind holdoff_metric_kind;
+#else
+typedef uint32_t holdoff_metric_kind;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A circuit breaker for one upstream (`docs/contract.md` §3). Thread-safe: share one handle
  * between every thread that calls the upstream. While closed, `holdoff_breaker_allow` and
  * recording a success take no lock and read no clock. Free with `holdoff_breaker_free`.
@@ -876,6 +908,12 @@ typedef struct holdoff_execution holdoff_execution;
  * Immutable and thread-safe. Free with `holdoff_key_list_free`.
  */
 typedef struct holdoff_key_list holdoff_key_list;
+
+/**
+ * An object's readings, copied at one moment (`holdoff_breaker_metrics` and the others).
+ * Immutable and thread-safe. Free with `holdoff_metric_list_free`.
+ */
+typedef struct holdoff_metric_list holdoff_metric_list;
 
 /**
  * One upstream's breaker, retry budget, optional quota and classifier. Thread-safe: share it
@@ -1410,6 +1448,63 @@ typedef struct holdoff_classification {
      */
     uint8_t has_should_retry;
 } holdoff_classification;
+
+/**
+ * One row of the metric table (`holdoff_metric_describe`). Every string is static: do not
+ * free it.
+ */
+typedef struct holdoff_metric_info {
+    /**
+     * OpenTelemetry name, `holdoff.<object>.<what>` (e.g. `holdoff.breaker.refused`).
+     */
+    const char *name;
+    /**
+     * UCUM unit: `s` (seconds), `1`, or an annotation such as `{call}`.
+     */
+    const char *unit;
+    /**
+     * What it counts, one sentence.
+     */
+    const char *description;
+    /**
+     * The metric's own attribute key (`state`, `outcome`, `reason`, `source`); NULL when it
+     * has none.
+     */
+    const char *attribute;
+    /**
+     * A `holdoff_metric_kind`.
+     */
+    uint32_t kind;
+    /**
+     * Number of the attribute's values (`holdoff_metric_attribute_value` indexes them); 0
+     * when the metric has no attribute.
+     */
+    uint32_t value_count;
+} holdoff_metric_info;
+
+/**
+ * One reading of a `holdoff_metric_list` (`holdoff_metric_list_get`).
+ */
+typedef struct holdoff_metric_sample {
+    /**
+     * The metric's code: its index in the table (`holdoff_metric_describe`).
+     */
+    uint32_t metric;
+    /**
+     * Index of the attribute's value (`holdoff_metric_attribute_value(metric, attribute)`);
+     * `HOLDOFF_METRIC_NO_ATTRIBUTE` when the metric has none.
+     */
+    uint32_t attribute;
+    /**
+     * The value in the metric's unit: a count, seconds for durations, 0 or 1 for a state.
+     */
+    double value;
+    /**
+     * NULL, or (in a group's list) the key of the breaker this reading belongs to, the
+     * `upstream` attribute; NUL-terminated UTF-8, valid until the list is freed.
+     */
+    const char *upstream;
+} holdoff_metric_sample;
 
 /**
  * What to do before an attempt (`holdoff_policy_before_attempt`).
@@ -2267,6 +2362,117 @@ holdoff_status holdoff_classifier_classify(const struct holdoff_classifier *clas
                                            size_t n_headers,
                                            uint64_t wall_now_unix_ns,
                                            struct holdoff_classification *out);
+
+/**
+ * The number of metrics in the table; codes run from 0 to this minus 1.
+ */
+uint32_t holdoff_metric_count(void);
+
+/**
+ * Describes metric `metric` (its code, 0 to `holdoff_metric_count() - 1`) in `*out`.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for a code out of range (field `metric`);
+ * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writing a `holdoff_metric_info`.
+ */
+holdoff_status holdoff_metric_describe(uint32_t metric, struct holdoff_metric_info *out);
+
+/**
+ * Value `index` of metric `metric`'s attribute (e.g. metric 3, `holdoff.breaker.outcomes`,
+ * index 2: `failure`). Static string; NULL when the metric or the index is out of range.
+ */
+const char *holdoff_metric_attribute_value(uint32_t metric, uint32_t index);
+
+/**
+ * Reads a breaker's series into a new list written to `*out`: its state (a gauge, one
+ * reading per state, 1 for the current one), calls admitted and refused, outcomes by kind,
+ * stale answers, probes, transitions by reason, zeros included. The first read starts
+ * counting. Free the list with `holdoff_metric_list_free`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `breaker` must be NULL or a live breaker handle; `out` NULL or valid for writing a pointer.
+ */
+holdoff_status holdoff_breaker_metrics(const struct holdoff_breaker *breaker,
+                                       struct holdoff_metric_list **out);
+
+/**
+ * Reads a policy's retry series into a new list written to `*out`: attempts, retries, waits
+ * and their total duration (seconds) by source, capped waits, give-ups by reason, zeros
+ * included. Its breaker's and quota's series are read from them. The first read starts
+ * counting. Free the list with `holdoff_metric_list_free`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `policy` must be NULL or a live policy handle; `out` NULL or valid for writing a pointer.
+ */
+holdoff_status holdoff_policy_metrics(const struct holdoff_policy *policy,
+                                      struct holdoff_metric_list **out);
+
+/**
+ * Reads a retry quota's series into a new list written to `*out`: tokens left (a gauge) and
+ * retries refused for want of tokens. The first read starts counting refusals. Free the list
+ * with `holdoff_metric_list_free`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `quota` must be NULL or a live quota handle; `out` NULL or valid for writing a pointer.
+ */
+holdoff_status holdoff_retry_quota_metrics(const struct holdoff_retry_quota *quota,
+                                           struct holdoff_metric_list **out);
+
+/**
+ * Reads a group's series into a new list written to `*out`: breakers kept (a gauge) and
+ * evictions, with no upstream, then every kept breaker's series (as `holdoff_breaker_metrics`)
+ * with `upstream` = its key, keys sorted by their bytes. The first read starts counting on
+ * every breaker the group keeps or makes from then on. Free the list with
+ * `holdoff_metric_list_free`.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `group` must be NULL or a live group handle; `out` NULL or valid for writing a pointer.
+ */
+holdoff_status holdoff_breaker_group_metrics(const struct holdoff_breaker_group *group,
+                                             struct holdoff_metric_list **out);
+
+/**
+ * The number of readings in the list; 0 for NULL (or, in debug builds, a freed handle).
+ *
+ * # Safety
+ * `list` must be NULL or a live metric-list handle.
+ */
+size_t holdoff_metric_list_len(const struct holdoff_metric_list *list);
+
+/**
+ * Copies reading `index` (0-based) of the list into `*out`. Its `upstream` pointer, if not
+ * NULL, stays valid until the list is freed.
+ *
+ * Errors: `HOLDOFF_STATUS_INVALID_INPUT` for an index at or past the length (field `index`);
+ * `HOLDOFF_STATUS_NULL_PARAMETER`.
+ *
+ * # Safety
+ * `list` must be NULL or a live metric-list handle; `out` NULL or valid for writing a
+ * `holdoff_metric_sample`.
+ */
+holdoff_status holdoff_metric_list_get(const struct holdoff_metric_list *list,
+                                       size_t index,
+                                       struct holdoff_metric_sample *out);
+
+/**
+ * Releases a metric list. NULL does nothing; the `upstream` pointers its readings gave become
+ * invalid.
+ *
+ * # Safety
+ * `list` must be NULL or a live metric-list handle, not used again afterwards and not in use
+ * by another thread.
+ */
+holdoff_status holdoff_metric_list_free(struct holdoff_metric_list *list);
 
 /**
  * Composes a policy. `quota` and `classifier` may be NULL (no quota; the default

@@ -507,3 +507,295 @@ fn a_configuration_written_as_json_through_the_abi() {
     }
     assert_eq!(len2, len);
 }
+
+fn last_error_field() -> String {
+    // SAFETY: a NUL-terminated string owned by this thread's last error.
+    unsafe { CStr::from_ptr(crate::status::holdoff_last_error_field()) }
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The C structs Go (cgo) and C# (P/Invoke) mirror field by field.
+#[test]
+fn metric_struct_layouts() {
+    use crate::metrics::*;
+    use std::mem::{align_of, offset_of, size_of};
+    let p = size_of::<usize>();
+    assert_eq!(offset_of!(holdoff_metric_info, name), 0);
+    assert_eq!(offset_of!(holdoff_metric_info, unit), p);
+    assert_eq!(offset_of!(holdoff_metric_info, description), 2 * p);
+    assert_eq!(offset_of!(holdoff_metric_info, attribute), 3 * p);
+    assert_eq!(offset_of!(holdoff_metric_info, kind), 4 * p);
+    assert_eq!(offset_of!(holdoff_metric_info, value_count), 4 * p + 4);
+    assert_eq!(size_of::<holdoff_metric_info>(), 4 * p + 8);
+    assert_eq!(offset_of!(holdoff_metric_sample, metric), 0);
+    assert_eq!(offset_of!(holdoff_metric_sample, attribute), 4);
+    assert_eq!(offset_of!(holdoff_metric_sample, value), 8);
+    assert_eq!(offset_of!(holdoff_metric_sample, upstream), 16);
+    assert_eq!(size_of::<holdoff_metric_sample>(), 16 + p);
+    assert_eq!(align_of::<holdoff_metric_sample>(), 8);
+    assert_eq!(
+        (
+            holdoff_metric_kind::Counter as u32,
+            holdoff_metric_kind::Gauge as u32,
+            HOLDOFF_METRIC_NO_ATTRIBUTE
+        ),
+        (0, 1, u32::MAX)
+    );
+}
+
+fn c_str(p: *const std::ffi::c_char) -> Option<&'static str> {
+    // SAFETY: the library's strings are static (or live in a list the caller keeps).
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_str().unwrap())
+}
+
+/// The table through `holdoff_metric_describe` is the core's, row by row; codes and indexes
+/// past the end are refused (describe, naming `metric`) or NULL (attribute values).
+#[test]
+fn the_metric_table_through_the_abi() {
+    use crate::metrics::*;
+    use hcore::metrics::{Kind, METRICS};
+    let n = holdoff_metric_count();
+    assert_eq!(n as usize, METRICS.len());
+    for (code, d) in (0..n).zip(METRICS) {
+        let mut info = MaybeUninit::<holdoff_metric_info>::uninit();
+        // SAFETY: a valid out-parameter.
+        let st = unsafe { holdoff_metric_describe(code, info.as_mut_ptr()) };
+        assert_eq!(st, holdoff_status::Ok);
+        // SAFETY: written on success.
+        let info = unsafe { info.assume_init() };
+        assert_eq!(c_str(info.name), Some(d.name));
+        assert_eq!(c_str(info.unit), Some(d.unit));
+        assert_eq!(c_str(info.description), Some(d.description));
+        assert_eq!(c_str(info.attribute), d.attribute);
+        assert_eq!(info.kind, u32::from(d.kind == Kind::Gauge));
+        assert_eq!(info.value_count as usize, d.values.len());
+        let values: Vec<_> = (0..=info.value_count)
+            .map(|i| c_str(holdoff_metric_attribute_value(code, i)))
+            .collect();
+        let want: Vec<_> = d.values.iter().map(|v| Some(*v)).chain([None]).collect();
+        assert_eq!(values, want, "{}", d.name);
+    }
+    assert_eq!(c_str(holdoff_metric_attribute_value(3, 2)), Some("failure"));
+    assert!(holdoff_metric_attribute_value(n, 0).is_null());
+    assert!(holdoff_metric_attribute_value(u32::MAX, 0).is_null());
+    let mut info = MaybeUninit::<holdoff_metric_info>::uninit();
+    // SAFETY: refused before any write.
+    let st = unsafe { holdoff_metric_describe(n, info.as_mut_ptr()) };
+    assert_eq!(st, holdoff_status::InvalidInput);
+    assert_eq!(last_error_field(), "metric");
+    // SAFETY: NULL is checked before any write.
+    let st = unsafe { holdoff_metric_describe(0, ptr::null_mut()) };
+    assert_eq!(st, holdoff_status::NullParameter);
+    assert_eq!(last_error_field(), "out");
+}
+
+/// Every reading of a list as `series -> value`, zeros dropped, the conformance suite's way.
+fn readings(list: *const crate::metrics::holdoff_metric_list) -> Vec<(String, f64)> {
+    use crate::metrics::*;
+    // SAFETY: a live list.
+    let n = unsafe { holdoff_metric_list_len(list) };
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut s = MaybeUninit::<holdoff_metric_sample>::uninit();
+        // SAFETY: a live list, a valid out-parameter.
+        let st = unsafe { holdoff_metric_list_get(list, i, s.as_mut_ptr()) };
+        assert_eq!(st, holdoff_status::Ok);
+        // SAFETY: written on success.
+        let s = unsafe { s.assume_init() };
+        let mut info = MaybeUninit::<holdoff_metric_info>::uninit();
+        // SAFETY: a valid out-parameter.
+        let st = unsafe { holdoff_metric_describe(s.metric, info.as_mut_ptr()) };
+        assert_eq!(st, holdoff_status::Ok);
+        // SAFETY: written on success.
+        let info = unsafe { info.assume_init() };
+        let mut attrs = Vec::new();
+        if s.attribute != HOLDOFF_METRIC_NO_ATTRIBUTE {
+            let value = c_str(holdoff_metric_attribute_value(s.metric, s.attribute)).unwrap();
+            attrs.push(format!("{}={value}", c_str(info.attribute).unwrap()));
+        }
+        if let Some(u) = c_str(s.upstream) {
+            attrs.push(format!("upstream={u}"));
+        }
+        let name = c_str(info.name).unwrap();
+        let series = if attrs.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{name}{{{}}}", attrs.join(","))
+        };
+        if s.value != 0.0 {
+            out.push((series, s.value));
+        }
+    }
+    out
+}
+
+fn owned(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+    pairs.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
+}
+
+/// A breaker read once (counting starts), tripped by two failures, refused once; then the
+/// list's error paths: NULL list, NULL out, an index past the end.
+#[test]
+fn breaker_metrics_through_the_abi() {
+    use crate::metrics::*;
+    let clock = manual_clock();
+    let b = breaker(clock);
+    let mut list = ptr::null_mut();
+    // SAFETY: live breaker, valid out-parameter; the first read starts counting.
+    let st = unsafe { holdoff_breaker_metrics(b, &mut list) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: a live list.
+    assert_eq!(unsafe { holdoff_metric_list_len(list) }, 5 + 2 + 6 + 2 + 9);
+    assert_eq!(
+        readings(list),
+        owned(&[("holdoff.breaker.state{state=closed}", 1.0)])
+    );
+    // SAFETY: a live list, freed once.
+    assert_eq!(unsafe { holdoff_metric_list_free(list) }, holdoff_status::Ok);
+    for _ in 0..2 {
+        let mut p = allow(b).unwrap();
+        assert_eq!(record(b, &mut p, OUTCOME_FAILURE), holdoff_status::Ok);
+    }
+    allow(b).unwrap_err();
+    // SAFETY: live breaker, valid out-parameter.
+    let st = unsafe { holdoff_breaker_metrics(b, &mut list) };
+    assert_eq!(st, holdoff_status::Ok);
+    let want = [
+        ("holdoff.breaker.state{state=open}", 1.0),
+        ("holdoff.breaker.admitted", 2.0),
+        ("holdoff.breaker.refused", 1.0),
+        ("holdoff.breaker.outcomes{outcome=failure}", 2.0),
+        ("holdoff.breaker.transitions{reason=tripped}", 1.0),
+    ];
+    assert_eq!(readings(list), owned(&want));
+
+    let mut s = MaybeUninit::<holdoff_metric_sample>::uninit();
+    // SAFETY: each error is found before any write.
+    unsafe {
+        assert_eq!(
+            holdoff_metric_list_get(list, 24, s.as_mut_ptr()),
+            holdoff_status::InvalidInput
+        );
+        assert_eq!(last_error_field(), "index");
+        assert_eq!(
+            holdoff_metric_list_get(list, usize::MAX, s.as_mut_ptr()),
+            holdoff_status::InvalidInput
+        );
+        assert_eq!(
+            holdoff_metric_list_get(list, 0, ptr::null_mut()),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "out");
+        assert_eq!(
+            holdoff_metric_list_get(ptr::null(), 0, s.as_mut_ptr()),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "list");
+        assert_eq!(holdoff_metric_list_len(ptr::null()), 0);
+        assert_eq!(
+            holdoff_breaker_metrics(b, ptr::null_mut()),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "out");
+        assert_eq!(
+            holdoff_breaker_metrics(ptr::null(), &mut list),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "breaker");
+        assert_eq!(holdoff_metric_list_free(list), holdoff_status::Ok);
+        assert_eq!(holdoff_metric_list_free(ptr::null_mut()), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}
+
+/// A group read before its breakers exist still counts on them; each reading carries its
+/// key as `upstream`. A policy and a quota give their own series; NULL handles are named.
+#[test]
+fn group_policy_and_quota_metrics_through_the_abi() {
+    use crate::metrics::*;
+    let clock = manual_clock();
+    let c = config(r#"{"group": {"max_keys": 4}}"#).unwrap();
+    let (mut g, mut list) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: live configuration and clock, valid out-parameters; the read starts counting.
+    unsafe {
+        assert_eq!(holdoff_breaker_group_new(c, clock, &mut g), holdoff_status::Ok);
+        assert_eq!(holdoff_config_free(c), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_group_metrics(g, &mut list), holdoff_status::Ok);
+        assert_eq!(holdoff_metric_list_len(list), 2);
+        assert_eq!(holdoff_metric_list_free(list), holdoff_status::Ok);
+    }
+    for key in ["pay", "auth", "pay"] {
+        let mut b = ptr::null_mut();
+        // SAFETY: live group; the key is valid for its length.
+        let st = unsafe { holdoff_breaker_group_get(g, key.as_ptr().cast(), key.len(), &mut b) };
+        assert_eq!(st, holdoff_status::Ok);
+        let mut p = allow(b).unwrap();
+        assert_eq!(record(b, &mut p, OUTCOME_SUCCESS), holdoff_status::Ok);
+        // SAFETY: a live handle, freed once.
+        assert_eq!(unsafe { holdoff_breaker_free(b) }, holdoff_status::Ok);
+    }
+    // SAFETY: live group, valid out-parameter.
+    let st = unsafe { holdoff_breaker_group_metrics(g, &mut list) };
+    assert_eq!(st, holdoff_status::Ok);
+    let want = [
+        ("holdoff.group.keys", 2.0),
+        ("holdoff.breaker.state{state=closed,upstream=auth}", 1.0),
+        ("holdoff.breaker.admitted{upstream=auth}", 1.0),
+        ("holdoff.breaker.outcomes{outcome=success,upstream=auth}", 1.0),
+        ("holdoff.breaker.state{state=closed,upstream=pay}", 1.0),
+        ("holdoff.breaker.admitted{upstream=pay}", 2.0),
+        ("holdoff.breaker.outcomes{outcome=success,upstream=pay}", 2.0),
+    ];
+    assert_eq!(readings(list), owned(&want));
+
+    let q = quota();
+    let mut budget = ptr::null_mut();
+    let mut policy = ptr::null_mut();
+    let b = breaker(clock);
+    // SAFETY: live handles and valid out-parameters; NULL handles are checked first.
+    unsafe {
+        assert_eq!(holdoff_metric_list_free(list), holdoff_status::Ok);
+        assert_eq!(holdoff_retry_quota_metrics(q, &mut list), holdoff_status::Ok);
+        assert_eq!(
+            readings(list),
+            owned(&[("holdoff.quota.tokens", available(q) as f64)])
+        );
+        assert_eq!(holdoff_metric_list_free(list), holdoff_status::Ok);
+        let st = crate::budget::holdoff_retry_budget_new(ptr::null(), clock, &mut budget);
+        assert_eq!(st, holdoff_status::Ok);
+        let st = crate::policy::holdoff_policy_new(b, budget, q, ptr::null(), &mut policy);
+        assert_eq!(st, holdoff_status::Ok);
+        assert_eq!(holdoff_policy_metrics(policy, &mut list), holdoff_status::Ok);
+        // The retry series only: attempts, retries, 3 waits, 3 durations, capped, 10 give-ups.
+        assert_eq!(holdoff_metric_list_len(list), 19);
+        assert_eq!(readings(list), Vec::new());
+        assert_eq!(holdoff_metric_list_free(list), holdoff_status::Ok);
+        assert_eq!(
+            holdoff_policy_metrics(ptr::null(), &mut list),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "policy");
+        assert_eq!(
+            holdoff_retry_quota_metrics(ptr::null(), &mut list),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "quota");
+        assert_eq!(
+            holdoff_breaker_group_metrics(ptr::null(), &mut list),
+            holdoff_status::NullParameter
+        );
+        assert_eq!(last_error_field(), "group");
+        assert_eq!(crate::policy::holdoff_policy_free(policy), holdoff_status::Ok);
+        assert_eq!(
+            crate::budget::holdoff_retry_budget_free(budget),
+            holdoff_status::Ok
+        );
+        assert_eq!(crate::quota::holdoff_retry_quota_free(q), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_free(b), holdoff_status::Ok);
+        assert_eq!(holdoff_breaker_group_free(g), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}

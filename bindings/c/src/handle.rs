@@ -33,6 +33,7 @@ pub(crate) enum Kind {
     Breaker,
     Group,
     KeyList,
+    MetricList,
     Budget,
     RetryState,
     Quota,

@@ -18,6 +18,7 @@ pub mod execution;
 pub mod fleet;
 pub(crate) mod handle;
 pub mod http;
+pub mod metrics;
 pub mod policy;
 pub mod quota;
 pub mod status;

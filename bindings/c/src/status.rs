@@ -39,8 +39,9 @@ pub enum holdoff_status {
     InvalidConfig = 200,
     /// An argument of an operation is out of range: a value that is not an HTTP status at all
     /// (outside 0..=999; the last-error field is `status`), an enum value this library does not
-    /// know, text that is not UTF-8, an index past the end of a key list, a system clock set by
-    /// hand, a quota lease that was not acquired. Stable name `invalid_input`.
+    /// know, text that is not UTF-8, an index past the end of a key list or a metric list, a
+    /// metric code out of range, a system clock set by hand, a quota lease that was not
+    /// acquired. Stable name `invalid_input`.
     InvalidInput = 201,
     /// A manual clock was set earlier than it shows. Stable name `clock_backwards`.
     ClockBackwards = 202,

@@ -11,14 +11,16 @@
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "holdoff.h"
+#include "metrics_series.h"
 
-#define SUITE_VERSION 3
+#define SUITE_VERSION 4
 #define NS_PER_MS 1000000ULL
 #define MAX_HEADERS 64
 
@@ -365,6 +367,79 @@ static int read_headers(err_t *e, const cJSON *step, holdoff_header *out) {
 
 static int bool_of(const cJSON *o, const char *k) { return cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, k)); }
 
+/* ------------------------------------------------------------------------------------------ */
+/* Metrics                                                                                     */
+
+/* Reads the metrics of the object `of` names ("breaker", "policy", "quota", "group") into a new
+ * list; *missing is set when the case has no such object. */
+static holdoff_status metrics_of(const ctx_t *c, const char *of, holdoff_metric_list **out, int *missing) {
+    *missing = 0;
+    if (strcmp(of, "breaker") == 0 && c->breaker) return holdoff_breaker_metrics(c->breaker, out);
+    if (strcmp(of, "policy") == 0 && c->policy) return holdoff_policy_metrics(c->policy, out);
+    if (strcmp(of, "quota") == 0 && c->quota) return holdoff_retry_quota_metrics(c->quota, out);
+    if (strcmp(of, "group") == 0 && c->group) return holdoff_breaker_group_metrics(c->group, out);
+    *missing = 1;
+    return HOLDOFF_STATUS_OK;
+}
+
+/* Counting starts at an object's first read: every object is read once as soon as it is built,
+ * so the metrics steps count the whole case. */
+static holdoff_status start_counting(const ctx_t *c) {
+    static const char *const objects[] = {"breaker", "policy", "quota", "group"};
+    for (size_t i = 0; i < sizeof objects / sizeof *objects; i++) {
+        holdoff_metric_list *list = NULL;
+        int missing;
+        holdoff_status st = metrics_of(c, objects[i], &list, &missing);
+        holdoff_metric_list_free(list);
+        if (st != HOLDOFF_STATUS_OK) return st;
+    }
+    return HOLDOFF_STATUS_OK;
+}
+
+/* The `metrics` step: the object's readings, zeros dropped, must equal `expect.series` exactly
+ * (the same series, each value within 1e-9). */
+static int step_metrics(err_t *e, ctx_t *c, const cJSON *step, const cJSON *expect) {
+    const char *of = str_of(step, "of", "");
+    holdoff_metric_list *list = NULL;
+    int missing;
+    if (metrics_of(c, of, &list, &missing) != HOLDOFF_STATUS_OK)
+        return fail(e, "metrics of %s: %s", of, holdoff_last_error_message());
+    if (missing) return fail(e, "metrics of \"%s\": the case has none (breaker, policy, quota or group)", of);
+    cJSON *got = cJSON_CreateObject();
+    int rc = 0;
+    size_t n = holdoff_metric_list_len(list);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        holdoff_metric_sample s;
+        char name[512];
+        if (holdoff_metric_list_get(list, i, &s) != HOLDOFF_STATUS_OK || series_name(&s, name, sizeof name) != 0)
+            rc = fail(e, "metrics of %s: reading %zu: %s", of, i, holdoff_last_error_message());
+        else if (s.value != 0)
+            cJSON_AddNumberToObject(got, name, s.value);
+    }
+    holdoff_metric_list_free(list);
+    const cJSON *want = cJSON_GetObjectItemCaseSensitive(expect, "series"), *item;
+    if (rc == 0 && expect) {
+        cJSON_ArrayForEach(item, expect) {
+            if (strcmp(item->string, "series") != 0) rc = fail(e, "unknown expect key \"%s\"", item->string);
+        }
+    }
+    if (rc == 0 && want) {
+        int same = cJSON_IsObject(want) && cJSON_GetArraySize(want) == cJSON_GetArraySize(got);
+        cJSON_ArrayForEach(item, want) {
+            const cJSON *g = cJSON_GetObjectItemCaseSensitive(got, item->string);
+            if (!cJSON_IsNumber(item) || !g || fabs(g->valuedouble - item->valuedouble) > 1e-9) same = 0;
+        }
+        if (!same) {
+            char *w = cJSON_PrintUnformatted(want), *g = cJSON_PrintUnformatted(got);
+            rc = fail(e, "metrics of %s: expected %s, got %s", of, w, g);
+            free(w);
+            free(g);
+        }
+    }
+    cJSON_Delete(got);
+    return rc;
+}
+
 /* Builds one worker's objects: the first worker (`first` NULL) parses the configuration and
  * makes the manual clock, every later worker builds from the same two. Returns
  * HOLDOFF_STATUS_OK or the first error's status. */
@@ -408,7 +483,7 @@ static holdoff_status build(const cJSON *cs, ctx_t *c, const ctx_t *first) {
         st = holdoff_policy_new(c->breaker, c->budget, c->quota, c->classifier, &c->policy);
         if (st != HOLDOFF_STATUS_OK) return st;
     }
-    return HOLDOFF_STATUS_OK;
+    return start_counting(c);
 }
 
 /* The breaker a step addresses: a new handle from the group for `key`, else the case's own
@@ -1008,6 +1083,8 @@ static int run_step(err_t *e, ctx_t *c, const cJSON *cs, const cJSON *step) {
             cJSON_AddNumberToObject(a, "available", (double)avail);
             rc = check(e, expect, a, K_QUOTA_SUCCESS);
         }
+    } else if (strcmp(op, "metrics") == 0) {
+        rc = step_metrics(e, c, step, expect);
     } else if (strcmp(op, "group_snapshot") == 0) {
         holdoff_group_snapshot gs;
         holdoff_key_list *keys = NULL;
