@@ -1,6 +1,6 @@
 module example.invalid/holdoff/bench/go
 
-go 1.24
+go 1.24.0
 
 require (
 	holdoff.dev/go v0.0.0

@@ -8,6 +8,7 @@ package holdoff_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -23,7 +24,7 @@ import (
 	holdoff "holdoff.dev/go"
 )
 
-const suiteVersion = 3
+const suiteVersion = 4
 
 // conformanceDir is the suite: HOLDOFF_CONFORMANCE_DIR when set (a module installed with go get
 // has no suite beside it), else the repository's.
@@ -319,7 +320,83 @@ func build(cs obj, first *ctx) (*ctx, error) {
 			return c, err
 		}
 	}
+	// Counting starts at an object's first read of its metrics: read each once now, so the
+	// metrics steps count the whole case.
+	for _, of := range []string{"breaker", "group", "quota", "policy"} {
+		if _, err := c.readings(of); err != nil && !errors.Is(err, errNoObject) {
+			return c, err
+		}
+	}
 	return c, nil
+}
+
+// errNoObject: the case did not build the object a metrics step reads.
+var errNoObject = errors.New("the case has no such object")
+
+// readings reads the metrics of the case's breaker (in a policy case the policy's), policy
+// (its retry series), quota or group.
+func (c *ctx) readings(of string) ([]holdoff.MetricReading, error) {
+	switch {
+	case of == "breaker" && c.breaker != nil:
+		return c.breaker.Metrics()
+	case of == "policy" && c.policy != nil:
+		return c.policy.Metrics()
+	case of == "quota" && c.quota != nil:
+		return c.quota.Metrics()
+	case of == "group" && c.group != nil:
+		return c.group.Metrics()
+	case of == "breaker", of == "policy", of == "quota", of == "group":
+		return nil, fmt.Errorf("metrics of %s: %w", of, errNoObject)
+	}
+	return nil, fmt.Errorf("metrics of %q: breaker, policy, quota or group", of)
+}
+
+// metrics compares the object's series, zeros dropped, with expect.series: the same series,
+// each value within 1e-9.
+func (c *ctx) metrics(step obj) error {
+	readings, err := c.readings(str(step, "of", ""))
+	if err != nil {
+		return err
+	}
+	expect, ok := step["expect"].(map[string]any)
+	if !ok {
+		return check(step["expect"], obj{})
+	}
+	for k := range expect {
+		if k != "series" {
+			return fmt.Errorf("unknown expect key %q", k)
+		}
+	}
+	want, ok := expect["series"].(map[string]any)
+	if !ok {
+		return fmt.Errorf("series must be an object")
+	}
+	got := map[string]float64{}
+	for _, r := range readings {
+		if r.Value != 0 {
+			got[r.Series()] = r.Value
+		}
+	}
+	var wrong []string
+	for k, v := range want {
+		w, ok := norm(v).(float64)
+		if !ok {
+			return fmt.Errorf("series %s: not a number", k)
+		}
+		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
+			wrong = append(wrong, fmt.Sprintf("%s: expected %v, got %v", k, w, g))
+		}
+	}
+	for k, g := range got {
+		if _, ok := want[k]; !ok {
+			wrong = append(wrong, fmt.Sprintf("%s: expected 0, got %v", k, g))
+		}
+	}
+	if len(wrong) > 0 {
+		sort.Strings(wrong)
+		return fmt.Errorf("metrics of %s: %s", str(step, "of", ""), strings.Join(wrong, "; "))
+	}
+	return nil
 }
 
 // breakerFor asks the group once for the breaker of the step's key (which marks it most
@@ -696,6 +773,8 @@ func (c *ctx) step(step obj) error {
 		}
 		return check(expect, a, "decision", "delay_ms", "source", "server_delay_ms", "capped", "reason", "error",
 			"outcome")
+	case "metrics":
+		return c.metrics(step)
 	case "execute":
 		if c.flavour == "" {
 			return fmt.Errorf("an execute step outside a flavour's run")

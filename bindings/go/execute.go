@@ -11,6 +11,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"holdoff.dev/go/internal/bridge"
 )
 
 // NoLimit lifts a time limit: WithAttemptTimeout(NoLimit), WithTotalTimeout(NoLimit).
@@ -372,6 +374,9 @@ func (p *Policy) execute(ctx context.Context, opts []Option, isHTTP bool, fn fun
 					Source: WaitSource(c.step.source), Capped: c.step.capped != 0, ServerDelay: sd,
 					HasServerDelay: hasSD, Err: c.last.err, Response: c.last.resp})
 			}
+			if t := bridge.CurrentTracer(); t != nil {
+				c.traceRetry(t)
+			}
 			if err := c.o.sleep(ctx, dur(c.step.delay_ns)); err != nil {
 				cancelled = err
 				if err := errOf(C.holdoff_execution_cancel(x, &c.step)); err != nil {
@@ -386,7 +391,37 @@ func (p *Policy) execute(ctx context.Context, opts []Option, isHTTP bool, fn fun
 			return nil, fmt.Errorf("holdoff: unknown step kind %d: %w", c.step.kind, ErrInternal)
 		}
 	}
+	c.traceGiveUp()
 	return c.finish(cancelled)
+}
+
+// traceRetry tells the tracer (the span events of holdoff.dev/go/otelmetric) of the wait in
+// c.step.
+func (c *call) traceRetry(t bridge.Tracer) {
+	r := bridge.Retry{Attempt: int(c.step.attempts), Delay: dur(c.step.delay_ns),
+		Source: WaitSource(c.step.source).String(), Capped: c.step.capped != 0}
+	if c.step.has_last_outcome != 0 {
+		r.Outcome = OutcomeKind(c.step.last_outcome).String()
+	}
+	t.Retry(c.ctx, r)
+}
+
+// traceGiveUp tells the tracer of a call ending in a *GiveUpError or a *BreakerOpenError (also
+// a first attempt refused). A call ending otherwise (a success, the upstream's answer, the
+// caller cancelling) tells it nothing, and does not look the tracer up.
+func (c *call) traceGiveUp() {
+	var reason GiveUpReason
+	switch s := &c.step; {
+	case s.verdict == C.HOLDOFF_VERDICT_GIVE_UP && s.has_reason != 0:
+		reason = GiveUpReason(s.reason)
+	case s.verdict == C.HOLDOFF_VERDICT_BREAKER_OPEN:
+		reason = BreakerOpenReason
+	default:
+		return
+	}
+	if t := bridge.CurrentTracer(); t != nil {
+		t.GiveUp(c.ctx, bridge.GiveUp{Attempts: int(c.step.attempts), Reason: reason.String()})
+	}
 }
 
 // attempt makes the attempt the step admitted, reports it to the core and leaves the next step

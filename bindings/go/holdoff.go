@@ -26,6 +26,11 @@
 // ErrInvalidInput whose Field names it (breaker, policy, permit, call, ctx, fn, ...), returned
 // or, from a method without an error result, panicked with. Nothing dereferences it.
 //
+// Metrics (Breaker.Metrics, Policy.Metrics, RetryQuota.Metrics, BreakerGroup.Metrics; the table
+// is Metrics) read the core's own counters, from each object's first read on; the subpackage
+// holdoff.dev/go/otelmetric reports them through OpenTelemetry and puts the retry helpers'
+// waits and give-ups on the caller's span. This package imports no OpenTelemetry.
+//
 // Errors about a typed configuration (BreakerConfig, ..., WithAttemptTimeout) speak Go: their
 // message names the field as Go spells it (BreakerConfig.OpenInterval.Initial) and gives
 // durations as time.Duration prints them; Error.Field keeps the core's name

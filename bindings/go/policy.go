@@ -41,6 +41,7 @@ type Policy struct {
 	h       handleRef[*C.holdoff_policy]
 	parts   []io.Closer
 	breaker *Breaker
+	quota   *RetryQuota // nil without one
 	// clock is the breaker's manual clock, on which attempts time out (nil: the system clock).
 	clock *ManualClock
 	// call holds the defaults of Do and DoHTTP.
@@ -96,7 +97,7 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 		C.holdoff_policy_free(p)
 		return nil, err
 	}
-	pol := &Policy{breaker: b, call: o.call}
+	pol := &Policy{breaker: b, quota: q, call: o.call}
 	pol.clock, _ = b.clock.(*ManualClock)
 	pol.h.init(p, "Policy", freePolicy)
 	pol.h.cleanup = runtime.AddCleanup(pol, freePolicy, p)
@@ -186,6 +187,15 @@ func (p *Policy) Breaker() *Breaker {
 		return nil
 	}
 	return p.breaker
+}
+
+// Quota is the policy's retry quota (for its metrics), nil without one or for a nil p. Closing
+// the policy closes it if NewPolicy built it.
+func (p *Policy) Quota() *RetryQuota {
+	if p == nil {
+		return nil
+	}
+	return p.quota
 }
 
 // Close releases the policy and the parts NewPolicy built. Safe to call twice and

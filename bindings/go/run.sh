@@ -2,7 +2,8 @@
 # bindings/go: the Go module holdoff.dev/go over the C ABI's static library (cgo).
 #
 #   run.sh test         gofmt, go vet, the benchmark's compile check, then every test (API,
-#                       conformance subtests, stress) under -race, then the multi-process fleet test
+#                       conformance subtests, stress, otelmetric against the OpenTelemetry SDK)
+#                       under -race, then the multi-process fleet test
 #   run.sh conformance  the conformance subtests only
 #   run.sh fleet        the multi-process fleet test only (tools/fleetworker processes, a real
 #                       redis-server started by conformance/fleet/run.py)
@@ -14,8 +15,10 @@
 #
 # Needs Go >= 1.24 and gcc (scripts/install-deps go). test and conformance build the debug
 # libholdoff.a with cargo into the shared target dir (incremental) and place it in the module.
-# The module has no dependencies; the benchmark and its peers are a module of their own
-# (bench/go), and so is the tool writing the proxy directory (tools/modproxy).
+# Package holdoff imports nothing outside the standard library; the subpackage otelmetric needs
+# OpenTelemetry's API and its tests the SDK (go.mod, go.sum), which go fetches from the module
+# proxy on first use. The benchmark and its peers are a module of their own (bench/go), and so is
+# the tool writing the proxy directory (tools/modproxy).
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" go
 
 export CGO_ENABLED=1
@@ -60,7 +63,7 @@ cmd_test() {
   [ -z "$unformatted" ] || { log "gofmt needed: $unformatted"; exit 1; }
   go vet ./...
   HOLDOFF_BENCH_PROFILE=debug bash "$ROOT/bench/go/run.sh" check   # the benchmark still compiles
-  log "go test -race (API tests, conformance, stress)"
+  log "go test -race (API tests, conformance, stress, otelmetric)"
   run_conformance go_test -race ./...
   fleet_test
 }
@@ -112,9 +115,14 @@ cmd_dist() {
     found+=("linux/${GOARCH_OF[$target]}")
   done
   [ ${#found[@]} -gt 0 ] || { log "no C archive in dist/c: run make dist-c first"; return 1; }
-  # The module's files: the package (tests included), the native files just placed, LICENSE.
+  # The module's files: the packages (tests included), the native files just placed, LICENSE.
   temp -d stage
-  cp "$HERE"/go.mod "$HERE"/*.go "$HERE/README.md" "$HERE/holdoff.h" "$stage/"
+  cp "$HERE"/go.mod "$HERE"/go.sum "$HERE"/*.go "$HERE/README.md" "$HERE/holdoff.h" "$stage/"
+  local pkg
+  for pkg in otelmetric internal/bridge; do
+    mkdir -p "$stage/$pkg"
+    cp "$HERE/$pkg"/*.go "$stage/$pkg/"
+  done
   cp "$ROOT/LICENSE" "$stage/LICENSE"
   for arch in "${found[@]}"; do
     mkdir -p "$stage/internal/lib/${arch/\//_}"
