@@ -12,7 +12,7 @@ namespace Holdoff
     public static class Library
     {
         /// <summary>The ABI this binding was written for.</summary>
-        public const uint AbiVersion = 4;
+        public const uint AbiVersion = 5;
 
         static Library()
         {

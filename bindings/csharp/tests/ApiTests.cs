@@ -464,6 +464,7 @@ namespace Holdoff.Tests
             HttpAndQuota();
             Groups();
             Fleets();
+            MetricsModel();
             BudgetAboveCap();
             PolicyStatuses();
             ProbeRules();

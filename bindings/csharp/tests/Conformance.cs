@@ -60,7 +60,7 @@ namespace Holdoff.Tests
 
     static class Conformance
     {
-        const int SuiteVersion = 3;
+        const int SuiteVersion = 4;
 
         internal static object Ms(TimeSpan d)
         {
@@ -234,6 +234,12 @@ namespace Holdoff.Tests
                     c.Policy.AttemptTimeout = c.Config.AttemptTimeout;
                     c.Policy.TotalTimeout = c.Config.TotalTimeout;
                 }
+                // Counting starts at an object's first read (conformance/README.md, Metrics):
+                // every object is read once now, before the first step, as an exporter does.
+                if (c.Breaker != null) c.Breaker.Metrics();
+                if (c.Group != null) c.Group.Metrics();
+                if (c.Quota != null) c.Quota.Metrics();
+                if (c.Policy != null) c.Policy.Metrics();
                 return c;
             }
             catch
@@ -595,8 +601,64 @@ namespace Holdoff.Tests
                     if (c.Policy == null) throw new CaseFailure("the case has no policy");
                     ExecuteStep.Run(c, step, expect);
                     return;
+                case "metrics":
+                    CheckSeries(Readings(c, step.Str("of", null)), expect);
+                    return;
             }
             throw new CaseFailure("unknown op \"" + op + "\"");
+        }
+
+        /// <summary>The readings of the object a metrics step names (`of`), through the public API.</summary>
+        static IReadOnlyList<MetricReading> Readings(Ctx c, string of)
+        {
+            switch (of)
+            {
+                case "breaker": return Need(c.Policy != null ? c.Policy.Breaker : c.Breaker, of).Metrics();
+                case "policy": return Need(c.Policy, of).Metrics();
+                case "quota": return Need(c.Policy != null ? c.Policy.Quota : c.Quota, of).Metrics();
+                case "group": return Need(c.Group, of).Metrics();
+            }
+            throw new CaseFailure("metrics needs of: breaker, policy, quota or group, not " + (of ?? "nothing"));
+        }
+
+        static T Need<T>(T part, string what) where T : class
+        {
+            if (part == null) throw new CaseFailure("the case has no " + what);
+            return part;
+        }
+
+        /// <summary>The non-zero readings, keyed by series, must be exactly expect.series (each
+        /// value within 1e-9); expect has no other key.</summary>
+        static void CheckSeries(IReadOnlyList<MetricReading> readings, JsonNode expect)
+        {
+            if (expect == null) return;
+            if (expect.Kind != JsonKind.Object) throw new CaseFailure("expect must be an object");
+            foreach (var f in expect.Fields)
+                if (f.Key != "series") throw new CaseFailure("unknown expect key \"" + f.Key + "\"");
+            var want = expect.Get("series");
+            if (want == null) return;
+            if (want.Kind != JsonKind.Object) throw new CaseFailure("series must be an object");
+            var got = new SortedDictionary<string, double>(StringComparer.Ordinal);
+            foreach (var r in readings)
+                if (r.Value != 0) got.Add(r.Series, r.Value);
+            var wanted = new SortedDictionary<string, double>(StringComparer.Ordinal);
+            foreach (var f in want.Fields)
+            {
+                if (f.Value.Kind != JsonKind.Number) throw new CaseFailure("series " + f.Key + " must be a number");
+                wanted[f.Key] = f.Value.Number;
+            }
+            var wrong = new List<string>();
+            foreach (var kv in wanted)
+            {
+                double v;
+                if (!got.TryGetValue(kv.Key, out v)) wrong.Add(kv.Key + ": expected " + Show(kv.Value) + ", got 0");
+                else if (Math.Abs(v - kv.Value) > 1e-9) wrong.Add(kv.Key + ": expected " + Show(kv.Value) + ", got " + Show(v));
+            }
+            foreach (var kv in got)
+                if (!wanted.ContainsKey(kv.Key)) wrong.Add(kv.Key + ": expected 0, got " + Show(kv.Value));
+            if (wrong.Count > 0)
+                throw new CaseFailure("series: " + string.Join("; ", wrong) + "  (all non-zero: {"
+                    + string.Join(",", got.Select(kv => kv.Key + ":" + Show(kv.Value))) + "})");
         }
 
         /// <summary>The store name of the case's memory://name fleet url, or null.</summary>

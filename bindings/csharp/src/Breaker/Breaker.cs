@@ -142,6 +142,20 @@ namespace Holdoff
             }
         }
 
+        /// <summary>The breaker's series (<see cref="MetricTable.All"/>, docs/metrics.md), zeros
+        /// included: <c>holdoff.breaker.state</c> (a gauge, one reading per state, 1 for the
+        /// current one), then calls admitted and refused, outcomes by kind, stale answers, probes
+        /// and transitions by reason, counted since the first read. That first read starts the
+        /// counting (until then a call pays one load and a branch): read once when attaching an
+        /// exporter, then at each collection. No upstream attribute (a group's readings carry
+        /// one). ObjectDisposedException after Dispose.</summary>
+        public IReadOnlyList<MetricReading> Metrics()
+        {
+            MetricListHandle list;
+            Status.Check(Native.holdoff_breaker_metrics(Handle, out list));
+            return MetricReading.Read(list);
+        }
+
         /// <summary>Refuses every call until <see cref="Reset"/> (an operator's act; a new episode).</summary>
         public void ForceOpen() { Status.Check(Native.holdoff_breaker_force_open(Handle)); }
 

@@ -109,6 +109,20 @@ namespace Holdoff
             }
         }
 
+        /// <summary>The group's series (<see cref="MetricTable.All"/>, docs/metrics.md), zeros
+        /// included: <c>holdoff.group.keys</c> (a gauge) and <c>holdoff.group.evictions</c>
+        /// without an upstream, then every kept breaker's series (as
+        /// <see cref="Breaker.Metrics"/>) with the attribute <c>upstream</c> = its key, keys in
+        /// <see cref="Keys"/> order. The first read starts counting on every breaker the group
+        /// keeps or makes from then on; overflow breakers are not reported. Marks no key used.
+        /// ObjectDisposedException after Dispose.</summary>
+        public IReadOnlyList<MetricReading> Metrics()
+        {
+            MetricListHandle list;
+            Status.Check(Native.holdoff_breaker_group_metrics(Handle, out list));
+            return MetricReading.Read(list);
+        }
+
         /// <summary>Releases the group. Breakers obtained from it stay valid (each is released by
         /// its own Dispose).</summary>
         public void Dispose() { Handle.Dispose(); }

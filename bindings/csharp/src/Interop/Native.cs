@@ -110,6 +110,17 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_execution_stop(ExecutionHandle execution, out StepC step);
         [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_verdict_name(uint v);
 
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_metric_count();
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_metric_describe(uint metric, out MetricInfoC info);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_metric_attribute_value(uint metric, uint index);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_metrics(BreakerHandle breaker, out MetricListHandle list);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_metrics(PolicyHandle policy, out MetricListHandle list);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_retry_quota_metrics(RetryQuotaHandle quota, out MetricListHandle list);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_group_metrics(BreakerGroupHandle group, out MetricListHandle list);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern UIntPtr holdoff_metric_list_len(MetricListHandle list);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_metric_list_get(MetricListHandle list, UIntPtr index, out MetricSampleC sample);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_metric_list_free(IntPtr list);
+
         public static string Str(IntPtr p) { return p == IntPtr.Zero ? null : Marshal.PtrToStringAnsi(p); }
     }
 }

@@ -1,5 +1,6 @@
 using System;
 using System.Collections.Generic;
+using System.Linq;
 using System.Threading;
 using System.Threading.Tasks;
 using Holdoff.Interop;
@@ -19,12 +20,29 @@ namespace Holdoff
         /// <summary>The policy's breaker (snapshots, events).</summary>
         public Breaker Breaker { get; }
 
+        /// <summary>The policy's quota, or null without one (the caller's part for
+        /// <see cref="Compose"/>, the policy's own when built from options).</summary>
+        public RetryQuota Quota { get; }
+
+        /// <summary>The policy's retry series (<see cref="MetricTable.All"/>, docs/metrics.md),
+        /// zeros included: attempts, retries, waits and their total duration in seconds by source,
+        /// capped waits, give-ups by reason, counted from the first read (which starts the
+        /// counting). Only the retry series: read <see cref="Breaker"/>'s and
+        /// <see cref="Quota"/>'s from them. ObjectDisposedException after Dispose.</summary>
+        public IReadOnlyList<MetricReading> Metrics()
+        {
+            MetricListHandle list;
+            Status.Check(Native.holdoff_policy_metrics(Handle, out list));
+            return MetricReading.Read(list);
+        }
+
         /// <summary>Ticks the fleet of the policy's breaker (<see cref="Holdoff.Breaker.SyncFleet"/>).</summary>
         public FleetSync SyncFleet() { return Breaker.SyncFleet(); }
 
         Policy(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
         {
             Breaker = breaker;
+            Quota = quota;
             Handle = New(breaker, budget, quota, classifier);
         }
 
@@ -71,6 +89,7 @@ namespace Holdoff
                     return New(breaker, budget, quota, Own(c.NewClassifier()));
                 });
                 Breaker = (Breaker)owned[0];
+                Quota = owned.OfType<RetryQuota>().FirstOrDefault();
             }
             catch
             {

@@ -1,4 +1,5 @@
 using System;
+using System.Collections.Generic;
 using Holdoff.Interop;
 
 namespace Holdoff
@@ -57,6 +58,17 @@ namespace Holdoff
                 Status.Check(Native.holdoff_retry_quota_available(Handle, out n));
                 return n;
             }
+        }
+
+        /// <summary>The quota's series (<see cref="MetricTable.All"/>, docs/metrics.md):
+        /// <c>holdoff.quota.tokens</c> (a gauge, tokens left now) and <c>holdoff.quota.refused</c>
+        /// (retries refused for want of tokens, counted from the first read, which starts the
+        /// counting). ObjectDisposedException after Dispose.</summary>
+        public IReadOnlyList<MetricReading> Metrics()
+        {
+            MetricListHandle list;
+            Status.Check(Native.holdoff_retry_quota_metrics(Handle, out list));
+            return MetricReading.Read(list);
         }
 
         /// <summary>Releases the quota.</summary>
