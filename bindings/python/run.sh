@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python binding's entry points (see bindings/python/README.md):
 #   run.sh test         fresh venv, `pip install ./bindings/python` (maturin builds the wheel),
-#                       ruff, pytest (the conformance runner, then every other test),
+#                       ruff, pytest (the conformance runner, then every other test, the
+#                       metrics exporters against opentelemetry-sdk and prometheus_client),
 #                       mypy.stubtest, mypy --strict (configured in pyproject.toml), sdist check,
 #                       the multi-process fleet test (conformance/fleet/run.py, a real redis-server)
 #   run.sh conformance  reinstall into the venv if needed, run tests/test_conformance.py only
@@ -49,7 +50,11 @@ cmd_test() {
   new_venv "$VENV"
   # requests and httpx: tests/test_client_timeouts.py checks their real timeout classes, the
   # execute cases' HTTP flavours return their responses, the README example calls requests.
-  "$VENV/bin/python" -m pip install -q pytest mypy ruff requests httpx
+  # The extras' packages (holdoff[otel], holdoff[prometheus]) and the OpenTelemetry SDK: the
+  # exporter tests collect with the real SDK and scrape a real prometheus_client server, and
+  # mypy checks holdoff.otel and holdoff.prometheus against their types.
+  "$VENV/bin/python" -m pip install -q pytest mypy ruff requests httpx \
+    opentelemetry-api opentelemetry-sdk prometheus_client
   install_pkg "$VENV"
   cd "$HERE"
   log "pytest: the conformance runner"

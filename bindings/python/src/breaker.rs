@@ -8,7 +8,7 @@ use holdoff as hc;
 use holdoff::interop::Coded;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyString};
+use pyo3::types::{PyDict, PyList, PyString};
 use pyo3::{intern, PyTraverseError};
 
 use crate::clock::clock_arg;
@@ -953,6 +953,16 @@ impl Breaker {
         self.inner.snapshot().into()
     }
 
+    /// This breaker's series (docs/metrics.md) as a list of `MetricReading`: the state gauge
+    /// (one reading per state, 1.0 for the current one), admitted, refused, outcomes by kind,
+    /// stale answers, probes and transitions by reason, zeros included. The first call starts
+    /// counting (calls before it are not counted); later calls only read. No clock is read.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::with_capacity(32);
+        self.inner.metrics(&mut out);
+        crate::metrics::readings(py, &out)
+    }
+
     /// The current state: `"closed"`, `"open"`, `"half_open"`, `"forced_open"`, `"disabled"`.
     #[getter]
     fn state(&self) -> &'static str {
@@ -1249,6 +1259,15 @@ impl BreakerGroup {
     #[getter]
     fn max_keys(&self) -> usize {
         self.inner.max_keys()
+    }
+
+    /// The group's series (docs/metrics.md) as a list of `MetricReading`: breakers kept (a
+    /// gauge) and evictions, then every kept breaker's series (`Breaker.metrics`) with the
+    /// attribute `upstream` set to its key, keys sorted. The first call starts counting on every
+    /// breaker the group keeps or makes from then on.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let m = self.inner.metrics();
+        crate::metrics::group_readings(py, &m)
     }
 
     /// Counts: breakers kept, the bound, evictions and overflows so far.

@@ -6,6 +6,7 @@ use holdoff as hc;
 use holdoff::interop::Coded;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
+use pyo3::types::PyList;
 
 use crate::breaker::{outcome_arg, Backoff};
 use crate::clock::clock_arg;
@@ -390,6 +391,14 @@ impl RetryQuota {
     }
 
     /// Tokens left.
+    /// This quota's series (docs/metrics.md) as a list of `MetricReading`: tokens left (a
+    /// gauge) and retries refused for want of tokens. The first call starts counting refusals.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::with_capacity(2);
+        self.inner.metrics(&mut out);
+        crate::metrics::readings(py, &out)
+    }
+
     #[getter]
     fn available(&self) -> u64 {
         self.inner.available()

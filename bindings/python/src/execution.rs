@@ -236,7 +236,8 @@ fn limit(arg: &LimitArg<'_>, default: Option<Duration>, field: &str) -> PyResult
 /// `InvalidInputError` naming `execution`. One caller drives an execution, one step at a time: a
 /// step taken while another runs (from a breaker's state-change callback, or another thread)
 /// raises `InvalidInputError` naming `execution` and changes nothing; the getters meanwhile show the
-/// execution as it was when the running step began. An execution dropped during an attempt
+/// execution as it was when the running step began. An execution never stepped is no call (its
+/// policy's metrics count nothing for it). An execution dropped during an attempt
 /// records it as cancelled, so a probe is never held by a lost call.
 #[pyclass(frozen, module = "holdoff._holdoff")]
 pub struct Execution {
@@ -249,9 +250,28 @@ pub struct Execution {
 /// core runs (the breaker's state-change callback is Python code called from inside a step).
 struct Cell {
     // `None` while a step has it out.
-    inner: Option<hc::Execution<Arc<hc::Policy>>>,
+    inner: Option<Core>,
     // What the getters show while a step has it out: the figures when that step began.
     seen: Seen,
+}
+
+/// The core's execution is made at the first step: one never stepped (a helper's template, an
+/// object made and dropped) is no call, where the core's, dropped unfinished, would count as a
+/// call cancelled in the metrics.
+// Unboxed: the cell holds one for the object's life, and boxing would allocate once per call.
+#[allow(clippy::large_enum_variant)]
+enum Core {
+    Unmade,
+    Made(hc::Execution<Arc<hc::Policy>>),
+}
+
+impl Core {
+    fn seen(&self) -> Seen {
+        match self {
+            Core::Made(e) => Seen::of(e),
+            Core::Unmade => Seen::UNSTARTED,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -262,6 +282,12 @@ struct Seen {
 }
 
 impl Seen {
+    const UNSTARTED: Seen = Seen {
+        attempts: 0,
+        last_outcome: None,
+        verdict: None,
+    };
+
     fn of(e: &hc::Execution<Arc<hc::Policy>>) -> Self {
         Seen {
             attempts: e.attempts(),
@@ -301,12 +327,12 @@ fn step_out(py: Python<'_>, step: hc::Step) -> PyResult<Py<PyAny>> {
 }
 
 impl Execution {
-    fn with_cell(inner: hc::Execution<Arc<hc::Policy>>, policy: Py<Policy>) -> Self {
+    fn unstarted(config: hc::ExecutionConfig, policy: Py<Policy>) -> Self {
         Execution {
-            config: *inner.config(),
+            config,
             cell: Mutex::new(Cell {
-                seen: Seen::of(&inner),
-                inner: Some(inner),
+                seen: Seen::UNSTARTED,
+                inner: Some(Core::Unmade),
             }),
             policy,
         }
@@ -320,7 +346,7 @@ impl Execution {
     /// when that step began.
     fn seen(&self) -> Seen {
         let c = self.cell();
-        c.inner.as_ref().map_or(c.seen, Seen::of)
+        c.inner.as_ref().map_or(c.seen, Core::seen)
     }
 
     /// Runs one step on the core's execution with the lock released, then puts it back (also
@@ -337,12 +363,12 @@ impl Execution {
         }
         impl Drop for PutBack<'_> {
             fn drop(&mut self) {
-                self.ex.cell().inner = self.inner.take();
+                self.ex.cell().inner = self.inner.take().map(Core::Made);
             }
         }
-        let inner = {
+        let taken = {
             let mut c = self.cell();
-            let Some(inner) = c.inner.take() else {
+            let Some(core) = c.inner.take() else {
                 return Err(convert::input_error(
                     py,
                     hc::InputError {
@@ -351,8 +377,21 @@ impl Execution {
                     },
                 ));
             };
-            c.seen = Seen::of(&inner);
-            inner
+            c.seen = core.seen();
+            core
+        };
+        let inner = match taken {
+            Core::Made(e) => e,
+            Core::Unmade => {
+                let policy = self.policy.bind(py).get().shared();
+                match hc::Execution::new(policy, self.config) {
+                    Ok(e) => e,
+                    Err(e) => {
+                        self.cell().inner = Some(Core::Unmade);
+                        return Err(convert::config_error(py, e));
+                    }
+                }
+            }
         };
         let mut guard = PutBack {
             ex: self,
@@ -438,17 +477,14 @@ impl Execution {
             )?,
             total_timeout: limit(&total_timeout, defaults.total_timeout, "execute.total_timeout")?,
         };
-        let shared = policy.get().shared();
-        let inner = hc::Execution::new(shared, config).map_err(|e| convert::config_error(py, e))?;
-        Ok(Execution::with_cell(inner, policy.unbind()))
+        config.validate().map_err(|e| convert::config_error(py, e))?;
+        Ok(Execution::unstarted(config, policy.unbind()))
     }
 
     /// A new call, not started, with this execution's policy and limits (what a helper makes
     /// for each call; no argument is converted again).
-    fn fresh(&self, py: Python<'_>) -> PyResult<Self> {
-        let policy = self.policy.bind(py).get().shared();
-        let inner = hc::Execution::new(policy, self.config).map_err(|e| convert::config_error(py, e))?;
-        Ok(Execution::with_cell(inner, self.policy.clone_ref(py)))
+    fn fresh(&self, py: Python<'_>) -> Self {
+        Execution::unstarted(self.config, self.policy.clone_ref(py))
     }
 
     /// Starts the call, or the next attempt after a wait: an `AttemptPlan`, a `WaitPlan` (the

@@ -16,6 +16,7 @@ mod convert;
 mod execution;
 mod fleet;
 mod http;
+mod metrics;
 mod policy;
 
 #[pymodule(gil_used = false)]
@@ -52,6 +53,9 @@ fn _holdoff(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<execution::WaitPlan>()?;
     m.add_class::<execution::Verdict>()?;
     m.add_class::<execution::Execution>()?;
+    m.add_class::<metrics::MetricDef>()?;
+    m.add_class::<metrics::MetricReading>()?;
+    m.add("METRICS", metrics::table(m.py())?)?;
     m.add("DEFAULT_TOTAL_TIMEOUT", execution::default_total_timeout())?;
     m.add_function(wrap_pyfunction!(http::parse_retry_after, m)?)?;
     m.add_function(wrap_pyfunction!(http::hint_from_headers, m)?)?;

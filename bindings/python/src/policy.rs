@@ -8,6 +8,7 @@ use holdoff as hc;
 use holdoff::interop::Coded;
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use pyo3::PyTraverseError;
 
 use crate::breaker::{outcome_arg, take_permit, Breaker, Permit};
@@ -276,6 +277,16 @@ impl Policy {
                 .map_err(|e| convert::holdoff_error(py, e))
         })??;
         Ok((decision(py, d)?, http::classification(py, c)?))
+    }
+
+    /// This policy's retry series (docs/metrics.md) as a list of `MetricReading`: attempts,
+    /// retries, waits and their total duration by source (seconds), capped waits and give-ups
+    /// by reason, zeros included. Its breaker's and quota's series are theirs
+    /// (`policy.breaker.metrics()`, `policy.quota.metrics()`). The first call starts counting.
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let mut out = Vec::with_capacity(24);
+        self.inner.metrics(&mut out);
+        crate::metrics::readings(py, &out)
     }
 
     #[getter]

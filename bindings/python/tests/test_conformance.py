@@ -15,6 +15,10 @@ attached to the case's ``memory://<case id>`` store (reset before the case); a s
 picks whose objects it uses, ``fleet_sync`` ticks them (``Breaker.sync_fleet``) and
 ``fleet_store`` drives the store (``holdoff.memory_store_control``).
 
+Every object a case builds (each worker's breaker or group, quota and policy) has its metrics
+read once right after it is built, which starts the core's counting; a ``metrics`` step reads
+one object's series (``holdoff.MetricReading``), drops the zeros and compares the rest exactly.
+
 ``HOLDOFF_CASES=substring`` runs only the cases whose id contains it.
 """
 
@@ -33,7 +37,7 @@ import holdoff
 from conformance_execute import CaseFailedError, check_execute, flavours, ms, run_execute
 from conformance_execute import outcome_of as outcome
 
-SUITE_VERSION = 3
+SUITE_VERSION = 4
 
 HERE = Path(__file__).resolve().parent
 ROOT = Path(os.environ.get("HOLDOFF_CONFORMANCE_DIR", HERE.parents[2] / "conformance"))
@@ -277,6 +281,11 @@ class Worker:
         if case.get("policy"):
             assert self.breaker is not None and self.budget is not None, "a policy case needs both"
             self.policy = holdoff.Policy(self.breaker, self.budget, self.quota, self.classifier)
+        # Counting starts at an object's first read of its metrics: each is read once now, so
+        # the `metrics` steps count the whole case.
+        for obj in (self.breaker, self.group, self.quota, self.policy):
+            if obj is not None:
+                obj.metrics()
 
 
 class Ctx:
@@ -344,6 +353,43 @@ class Ctx:
                 check(expect, a, list(a))
             except CaseFailedError as e:
                 raise CaseFailedError(f"worker {i}: {e}") from None
+
+    def metrics(self, step: dict[str, Any], expect: Any) -> None:
+        """The object's readings as series (`name{k=v,...}`, attributes sorted by key), zeros
+        dropped, equal to `expect.series`: the same series, each value within 1e-9."""
+        of = step.get("of")
+        objects: dict[Any, Any] = {
+            "breaker": self.policy.breaker if self.policy is not None else self.breaker,
+            "policy": self.policy,
+            "quota": self.quota,
+            "group": self.group,
+        }
+        target = objects.get(of)
+        if target is None:
+            raise CaseFailedError(f"metrics of {of!r}: the case has none (breaker, policy, ...)")
+        got: dict[str, float] = {}
+        for r in target.metrics():
+            if r.value != 0:
+                attrs = ",".join(f"{k}={v}" for k, v in sorted(r.attributes.items()))
+                got[f"{r.name}{{{attrs}}}" if attrs else r.name] = r.value
+        if expect is None:
+            return
+        if not isinstance(expect, dict):
+            raise CaseFailedError("expect must be an object")
+        for k in expect:
+            if k != "series":
+                raise CaseFailedError(f"unknown expect key {k!r}")
+        want = expect.get("series")
+        if want is None:
+            return
+        errors = [
+            f"{k}: expected {v}, got {got.get(k, 0)}"
+            for k, v in sorted(want.items())
+            if abs(got.get(k, 0) - v) > 1e-9
+        ]
+        errors += [f"{k}: expected 0, got {g}" for k, g in sorted(got.items()) if k not in want]
+        if errors:
+            raise CaseFailedError(f"metrics of {of}: {'; '.join(errors)}")
 
     def breaker_for(self, step: dict[str, Any]) -> holdoff.Breaker:
         """The step's breaker; a step naming a `key` asks the group once."""
@@ -581,6 +627,8 @@ class Ctx:
                 raise CaseFailedError("the case has no memory:// fleet")
             holdoff.memory_store_control(self.store, step["action"])
             check(expect, a, [])
+        elif op == "metrics":
+            self.metrics(step, expect)
         elif op == "execute":
             if self.policy is None or self.flavour is None:
                 raise CaseFailedError("execute needs a policy and a flavour")

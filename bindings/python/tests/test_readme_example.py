@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +89,36 @@ def test_the_async_helper_gives_up_within_the_total_timeout() -> None:
         return e.value
 
     check(run(clock, main()), clock, starts)
+
+
+def test_the_readme_metrics_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Metrics section's example, with the SDK's in-memory reader behind `get_meter` and a
+    fresh registry as `REGISTRY` (the process's own stay untouched)."""
+    import prometheus_client
+    from opentelemetry import metrics
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("### Metrics") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n\n`observe(")]
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    registry = prometheus_client.CollectorRegistry()
+    monkeypatch.setattr(metrics, "get_meter", provider.get_meter)
+    monkeypatch.setattr(prometheus_client, "REGISTRY", registry)
+    scope: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), scope)
+
+    data = reader.get_metrics_data()
+    assert data is not None
+    (tokens,) = [
+        p
+        for m in data.resource_metrics[0].scope_metrics[0].metrics
+        if m.name == "holdoff.quota.tokens"
+        for p in m.data.data_points
+    ]
+    assert (dict(tokens.attributes or {}), tokens.value) == ({"upstream": "payments"}, 500.0)
+    assert registry.get_sample_value("holdoff_quota_tokens", {"upstream": "payments"}) == 500.0
+    assert registry.get_sample_value("holdoff_group_keys") == 0.0
+    scope["observed"].close()

@@ -196,3 +196,38 @@ def test_typed_fleet() -> None:
         holdoff.Breaker(fleet={"url": "memory://x", "key": "k", "refresh_ms": 20})  # type: ignore[arg-type]
         holdoff.memory_store_control("x", "reboot")  # type: ignore[arg-type]
         holdoff.BreakerGroup(fleet=config)  # type: ignore[arg-type]
+
+
+def test_typed_metrics() -> None:
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    import holdoff.otel
+    import holdoff.prometheus
+
+    clock = holdoff.ManualClock()
+    policy = holdoff.Policy(
+        holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock), holdoff.RetryQuota()
+    )
+    row: holdoff.MetricDef = holdoff.METRICS[0]
+    values: tuple[str, ...] = row.values
+    attribute: str | None = row.attribute
+    readings: list[holdoff.MetricReading] = policy.metrics() + policy.breaker.metrics()
+    first: dict[str, str] = readings[0].attributes
+    assert (row.kind, values[0], attribute, readings[0].value, first) == (
+        "gauge",
+        "closed",
+        "state",
+        0.0,
+        {},
+    )
+    group = holdoff.BreakerGroup(clock=clock)
+    quota = policy.quota
+    assert quota is not None
+    assert len(group.metrics() + quota.metrics()) == 4
+    observed: holdoff.otel.Observed = holdoff.otel.observe(
+        MeterProvider().get_meter("typed"), policy, upstream="api"
+    )
+    with observed:
+        collector = holdoff.prometheus.HoldoffCollector(group)
+        collector.add(quota, upstream="api")
+        assert len(list(collector.collect())) == len(holdoff.METRICS)

@@ -10,6 +10,11 @@ the names without the suffix (``GiveUp``, ``BreakerOpen``, ``InvalidConfig``, ..
 of the same classes, as ``Call`` is of :class:`PolicyCall`. The errors that name a field share
 the base :class:`FieldError` (``field``, ``rule``).
 
+Metrics (docs/metrics.md): :data:`METRICS` is the table (:class:`MetricDef` rows);
+``breaker.metrics()``, ``policy.metrics()``, ``quota.metrics()`` and ``group.metrics()`` read an
+object's series, a list of :class:`MetricReading`. :mod:`holdoff.otel` (extra ``otel``) and
+:mod:`holdoff.prometheus` (extra ``prometheus``) export them.
+
 >>> import holdoff
 >>> clock = holdoff.ManualClock()
 >>> policy = holdoff.Policy(holdoff.Breaker(clock=clock), holdoff.RetryBudget(clock=clock))
@@ -54,6 +59,7 @@ from ._errors import (
 from ._fleet import FleetOptions
 from ._holdoff import (
     DEFAULT_TOTAL_TIMEOUT,
+    METRICS,
     AttemptPlan,
     Backoff,
     Breaker,
@@ -70,6 +76,8 @@ from ._holdoff import (
     FleetSync,
     GroupSnapshot,
     ManualClock,
+    MetricDef,
+    MetricReading,
     Outcome,
     Permit,
     PolicyCall,
@@ -131,6 +139,7 @@ __all__ = [
     "DEFAULT_BUDGET_BACKOFF",
     "DEFAULT_OPEN_INTERVAL",
     "DEFAULT_TOTAL_TIMEOUT",
+    "METRICS",
     "Attempt",
     "AttemptPlan",
     "AttemptTimeoutError",
@@ -173,6 +182,8 @@ __all__ = [
     "InvalidInput",
     "InvalidInputError",
     "ManualClock",
+    "MetricDef",
+    "MetricReading",
     "Outcome",
     "OutcomeName",
     "Permit",

@@ -40,6 +40,7 @@ from ._holdoff import DEFAULT_TOTAL_TIMEOUT, AttemptPlan, Execution, Outcome, Ve
 from ._holdoff import Policy as _Policy
 from ._names import GiveUpReason, SimpleOutcomeName
 from ._timer import AttemptTimer, sleeping
+from ._tracing import give_up_event, retry_event
 
 if TYPE_CHECKING:
     # Only the type checker reads these: they are in `typing` from Python 3.10 and 3.11 on.
@@ -329,6 +330,11 @@ class Retrying:
     that runs past its limit counts as what it returned or raised, and the total timeout still
     bounds the waits.
 
+    With ``opentelemetry-api`` installed, each wait before a retry adds a ``holdoff.retry``
+    event, and a call ending in ``GiveUpError`` or ``BreakerOpenError`` a ``holdoff.give_up``
+    event, to the caller's current span when it is recording (``holdoff._tracing`` lists their
+    attributes); a call whose first attempt succeeds adds nothing.
+
     Use it as a decorator (sync or ``async def``), call :meth:`call` / :meth:`call_async`, or
     iterate: ``for attempt in retrying: with attempt: ...``. Hooks, classifiers and sleepers
     that fail end the call with their exception (a probe is never held, a retry paid for is
@@ -461,6 +467,7 @@ class Retrying:
                 if type(step) is Verdict:  # the attempt's exit surfaced it
                     return
             elif type(step) is WaitPlan:
+                retry_event(step, ex.last_outcome)
                 yield step
                 step = ex.next_step()
             else:
@@ -480,6 +487,8 @@ class Retrying:
         cause = a._error if a is not None else None
         result = a.result if a is not None else None
         error: BaseException
+        if v.kind in ("give_up", "breaker_open"):
+            give_up_event(v)
         if v.kind == "give_up":
             error = GiveUpError(
                 cast(GiveUpReason, v.reason),
