@@ -373,6 +373,8 @@ export declare class Breaker extends EventEmitter {
   readonly state: State
   /** The state changes since the last call. */
   drainEvents(): StateChange[]
+  /** This breaker's metric readings, zeros included; counting starts at the first read. */
+  metrics(): MetricReading[]
   forceOpen(): void
   disable(): void
   reset(): void
@@ -436,6 +438,11 @@ export declare class BreakerGroup {
   readonly size: number
   readonly maxKeys: number
   snapshot(): GroupSnapshot
+  /**
+   * The group's two series, then each kept breaker's (keys sorted) with `upstream` = its key.
+   * The first read starts counting on every breaker the group keeps or makes later.
+   */
+  metrics(): MetricReading[]
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -536,6 +543,8 @@ export declare class RetryQuota {
    * `TypeError` (`invalid_input`).
    */
   onSuccess(lease?: QuotaLease | null): number
+  /** `holdoff.quota.tokens` and `holdoff.quota.refused` (counted from the first read). */
+  metrics(): MetricReading[]
   readonly available: number
 }
 
@@ -701,6 +710,11 @@ export declare class Policy {
   syncFleet(): Promise<FleetSync | null>
   /** Closes the fleet of the breaker the policy built (a `Breaker` given as `breaker` is the caller's to close). */
   close(): Promise<void>
+  /**
+   * The retry series only (`holdoff.retry.*`, durations in seconds), counted from the first
+   * read; its breaker's and quota's come from them (`observe` reports all three).
+   */
+  metrics(): MetricReading[]
   newCall(): PolicyCall
   beforeAttempt(call: PolicyCall): Before
   afterAttempt(call: PolicyCall, permit: Permit, outcome: Outcome): Decision
@@ -746,3 +760,63 @@ export declare function sleep(
   signal?: AbortSignal,
   timers?: { setTimeout(cb: () => void, ms: number): unknown; clearTimeout(handle: any): void },
 ): Promise<void>
+
+// ---------------------------------------------------------------------------------------------
+// Metrics (docs/metrics.md)
+
+/** One row of the metric table. */
+export interface MetricDef {
+  /** OpenTelemetry name, `holdoff.<object>.<what>`. */
+  readonly name: string
+  /** `counter`: cumulative since counting started; `gauge`: the value now. */
+  readonly kind: 'counter' | 'gauge'
+  /** UCUM unit: `s`, `1`, or an annotation such as `{call}`. */
+  readonly unit: string
+  readonly description: string
+  /** The row's own attribute, or `null`. */
+  readonly attribute: 'state' | 'outcome' | 'reason' | 'source' | null
+  /** That attribute's values, in code order (empty without one). */
+  readonly values: readonly string[]
+}
+
+/** The core's metric table, in code order (17 rows). */
+export declare const METRICS: readonly MetricDef[]
+
+/** One series' reading: a count, seconds, a state flag (1 or 0), tokens or keys. */
+export interface MetricReading {
+  name: string
+  /** The row's own attribute if it has one, and `upstream` (a group's key, or `observe`'s). */
+  attributes: Record<string, string>
+  value: number
+}
+
+/**
+ * What `observe` needs of an OpenTelemetry `Meter` (`@opentelemetry/api`'s `Meter` is one;
+ * holdoff does not import its types, so the peer dependency stays optional).
+ */
+export interface MeterLike {
+  createObservableCounter(name: string, options?: { description?: string; unit?: string }): object
+  createObservableGauge(name: string, options?: { description?: string; unit?: string }): object
+  addBatchObservableCallback(callback: (result: any) => void, observables: any[]): void
+  removeBatchObservableCallback(callback: (result: any) => void, observables: any[]): void
+}
+
+export interface ObserveOptions {
+  /** Added as the attribute `upstream` to every series (a breaker, policy or quota; not a group). */
+  upstream?: string
+}
+
+/** A target `observe` reports; `close()` stops reading it. */
+export declare class Observation {
+  private constructor()
+  /** Stops reading the target at collection (the instruments stay on the meter). Idempotent. */
+  close(): void
+}
+
+/**
+ * Reports the target's readings through observable instruments of `meter`, read at collection
+ * time (one instrument per table row, made once per meter). Reads the target once now, which
+ * starts its counting. `TypeError` `invalid_input` naming `meter`, `target`, `options` or
+ * `upstream`.
+ */
+export declare function observe(meter: MeterLike, target: Breaker | Policy | RetryQuota | BreakerGroup, options?: ObserveOptions): Observation

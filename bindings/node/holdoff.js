@@ -18,6 +18,28 @@ const OUTCOME_CODES = Object.freeze(Object.fromEntries(OUTCOMES.map((name, code)
 const RETRY_LATER = OUTCOME_CODES.retry_later
 const EFFECTS = Object.freeze(['counted', 'stale', 'ignored'])
 
+/**
+ * The metric table (docs/metrics.md), the core's, in code order: `{ name, kind, unit,
+ * description, attribute, values }` per row, frozen.
+ */
+const METRICS = Object.freeze(native.metricTable().map((d) => Object.freeze({ ...d, values: Object.freeze(d.values) })))
+
+/**
+ * Readings from the native layer's flat triples (metric code, attribute index or -1, value),
+ * appended to `out` as `{ name, attributes, value }`, with `upstream` among the attributes when
+ * given (after the row's own attribute, so the keys stay sorted).
+ */
+function readings(flat, upstream, out = []) {
+  for (let i = 0; i < flat.length; i += 3) {
+    const d = METRICS[flat[i]]
+    const attributes = {}
+    if (flat[i + 1] >= 0) attributes[d.attribute] = d.values[flat[i + 1]]
+    if (upstream !== undefined) attributes.upstream = upstream
+    out.push({ name: d.name, attributes, value: flat[i + 2] })
+  }
+  return out
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 
@@ -479,6 +501,16 @@ class Breaker extends EventEmitter {
     return native.breakerSnapshot(this.#h)
   }
 
+  /**
+   * This breaker's metric readings (`METRICS`, docs/metrics.md): `{ name, attributes, value }`
+   * per series, zeros included: the state gauge (1 for the current state), admitted, refused,
+   * outcomes by kind, stale answers, probes, transitions by reason. Counting starts at the
+   * first read (calls before it are not counted), so read once when you attach an exporter.
+   */
+  metrics() {
+    return readings(native.breakerMetrics(this.#h))
+  }
+
   /** The current state (`closed`, `open`, `half_open`, `forced_open`, `disabled`). */
   get state() {
     return native.breakerSnapshot(this.#h).state
@@ -641,6 +673,18 @@ class BreakerGroup {
    */
   snapshot() {
     return native.groupSnapshot(this.#h)
+  }
+
+  /**
+   * The group's metric readings: `holdoff.group.keys` and `holdoff.group.evictions`, then each
+   * kept breaker's series (as `Breaker.metrics()`, keys sorted) with the attribute `upstream` =
+   * its key. The first read starts counting on every breaker the group keeps or makes later.
+   */
+  metrics() {
+    const m = native.groupMetrics(this.#h)
+    const out = readings(m.own)
+    m.keys.forEach((k, i) => readings(m.breakers[i], k, out))
+    return out
   }
 }
 
@@ -811,6 +855,14 @@ class RetryQuota {
   /** Tokens left. */
   get available() {
     return native.quotaAvailable(this.#h)
+  }
+
+  /**
+   * The quota's metric readings: `holdoff.quota.tokens` (tokens left) and
+   * `holdoff.quota.refused` (retries refused for want of tokens, counted from the first read).
+   */
+  metrics() {
+    return readings(native.quotaMetrics(this.#h))
   }
 }
 
@@ -1228,6 +1280,16 @@ class Policy {
     if (this.#ownsBreaker) await this.#breaker.close()
   }
 
+  /**
+   * The policy's retry readings (`holdoff.retry.*`: attempts, retries, waits and their total
+   * duration in seconds by source, capped waits, give-ups by reason), zeros included, counted
+   * from the first read. Its breaker's and quota's are `policy.breaker.metrics()` and
+   * `policy.quota.metrics()`; `observe` reports all three.
+   */
+  metrics() {
+    return readings(native.policyMetrics(this.#h))
+  }
+
   /** A fresh logical call for `beforeAttempt`/`afterAttempt`. */
   newCall() {
     return new PolicyCall(native.policyNewCall())
@@ -1357,6 +1419,7 @@ class Policy {
           step = native.execStop(exec)
         } else if (step === STEP_WAIT) {
           const w = native.execWait(exec)
+          traceRetry(w, native.execLastOutcome(exec))
           if (http && !last.threw) discard(last.value)
           if (o.onRetry !== undefined) {
             o.onRetry({ attempt: w.attempts, delayMs: w.delayMs, source: w.source, capped: w.capped, serverDelayMs: w.serverDelayMs })
@@ -1448,6 +1511,7 @@ class Policy {
       else if (http) fields.response = last.value
       else fields.result = last.value
     }
+    traceGiveUp(v.attempts, v.reason)
     if (verdict === 'breaker_open') {
       // The verdict does not carry the breaker's state; the snapshot only names it in the error.
       const s = this.#breaker.snapshot()
@@ -1499,6 +1563,154 @@ class Policy {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// OpenTelemetry: metrics read at collection time, and retries as span events
+
+/**
+ * `@opentelemetry/api`, an optional peer dependency, looked up the first time a retry helper
+ * waits or gives up (never on a call that succeeds first time): `null` when it is not installed.
+ */
+let otelApi
+function otel() {
+  if (otelApi === undefined) {
+    try {
+      otelApi = require('@opentelemetry/api')
+    } catch (e) {
+      if (e?.code !== 'MODULE_NOT_FOUND') throw e
+      otelApi = null
+    }
+  }
+  return otelApi
+}
+
+/** The caller's current span if it records, else `undefined`. */
+function recordingSpan() {
+  const api = otel()
+  if (api === null) return undefined
+  const span = api.trace.getSpan(api.context.active())
+  return span !== undefined && span.isRecording() ? span : undefined
+}
+
+// The event of one decided wait: the attempt that just ended (1-based), its outcome, the delay in
+// seconds (OpenTelemetry's unit), where it came from and whether the Retry-After cap shortened it.
+function traceRetry(w, outcomeCode) {
+  const span = recordingSpan()
+  if (span === undefined) return
+  span.addEvent('holdoff.retry', {
+    'holdoff.attempt': w.attempts,
+    'holdoff.outcome': OUTCOMES[outcomeCode],
+    'holdoff.delay': w.delayMs / 1000,
+    'holdoff.source': w.source,
+    'holdoff.capped': w.capped,
+  })
+}
+
+// The event of a call the helper ends with `GiveUpError` or `BreakerOpenError`.
+function traceGiveUp(attempts, reason) {
+  const span = recordingSpan()
+  if (span === undefined) return
+  span.addEvent('holdoff.give_up', { 'holdoff.attempts': attempts, 'holdoff.reason': reason })
+}
+
+// The instruments made on each meter, by metric name: one per table row a target needs, made
+// once per meter, however many targets it observes.
+const INSTRUMENTS = new WeakMap()
+
+function instrumentsFor(meter, objects) {
+  let made = INSTRUMENTS.get(meter)
+  if (made === undefined) {
+    made = new Map()
+    INSTRUMENTS.set(meter, made)
+  }
+  const out = new Map()
+  for (const d of METRICS) {
+    // Names are `holdoff.<object>.<what>`.
+    if (!objects.includes(d.name.split('.')[1])) continue
+    let inst = made.get(d.name)
+    if (inst === undefined) {
+      const opts = { description: d.description, unit: d.unit }
+      inst = d.kind === 'counter' ? meter.createObservableCounter(d.name, opts) : meter.createObservableGauge(d.name, opts)
+      made.set(d.name, inst)
+    }
+    out.set(d.name, inst)
+  }
+  return out
+}
+
+// What a target reports: the objects its series belong to, and the function reading them.
+function sourceOf(target, upstream) {
+  const tag = (rs) => {
+    if (upstream !== undefined) for (const r of rs) r.attributes.upstream = upstream
+    return rs
+  }
+  if (target instanceof BreakerGroup) {
+    if (upstream !== undefined) {
+      throw typeError('invalid_input', 'invalid input: upstream is for a breaker, policy or quota; a group\'s breakers carry their keys as upstream', 'upstream')
+    }
+    return { objects: ['group', 'breaker'], read: () => target.metrics() }
+  }
+  if (target instanceof Breaker) return { objects: ['breaker'], read: () => tag(target.metrics()) }
+  if (target instanceof RetryQuota) return { objects: ['quota'], read: () => tag(target.metrics()) }
+  if (target instanceof Policy) {
+    const { breaker, quota } = target
+    if (quota === undefined) return { objects: ['retry', 'breaker'], read: () => tag([...target.metrics(), ...breaker.metrics()]) }
+    return { objects: ['retry', 'breaker', 'quota'], read: () => tag([...target.metrics(), ...breaker.metrics(), ...quota.metrics()]) }
+  }
+  throw typeError('invalid_input', `invalid input: target must be a Breaker, Policy, RetryQuota or BreakerGroup, got ${describe(target)}`, 'target')
+}
+
+const METER_METHODS = ['createObservableCounter', 'createObservableGauge', 'addBatchObservableCallback', 'removeBatchObservableCallback']
+
+/** What `observe` returns: `close()` stops reporting the target. */
+class Observation {
+  #stop
+
+  constructor(token, stop) {
+    if (token !== FROM_HANDLE) throw typeError('invalid_input', 'an Observation comes from observe()', 'observation')
+    this.#stop = stop
+  }
+
+  /** Stops reading the target at collection (the instruments stay on the meter). Idempotent. */
+  close() {
+    const stop = this.#stop
+    this.#stop = undefined
+    stop?.()
+  }
+}
+
+/**
+ * Reports `target`'s metric readings through an OpenTelemetry `meter` (`@opentelemetry/api`'s
+ * `Meter`), read at collection time by observable instruments: one per table row, made once per
+ * meter, so several targets share them (give each an `upstream`). `target`: a `Breaker`, a
+ * `Policy` (its retry series, its breaker's and its quota's), a `RetryQuota`, or a
+ * `BreakerGroup` (its own series and each kept breaker's, `upstream` = the key). `upstream`: a
+ * name added as the attribute `upstream` to every series of a breaker, policy or quota (not a
+ * group). Reads the target once now, which starts its counting. Returns an `Observation`;
+ * `close()` it to stop. `TypeError` `invalid_input` naming `meter`, `target`, `options` or
+ * `upstream`.
+ */
+function observe(meter, target, options) {
+  if (meter === null || typeof meter !== 'object' || METER_METHODS.some((m) => typeof meter[m] !== 'function')) {
+    throw typeError('invalid_input', `invalid input: meter must be an OpenTelemetry Meter (with ${METER_METHODS.join(', ')}), got ${describe(meter)}`, 'meter')
+  }
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw typeError('invalid_input', `invalid input: options must be an object, got ${describe(options)}`, 'options')
+  }
+  const upstream = options?.upstream
+  if (upstream !== undefined && (typeof upstream !== 'string' || upstream === '')) {
+    throw typeError('invalid_input', `invalid input: upstream must be a non-empty string, got ${typeof upstream === 'string' ? '""' : describe(upstream)}`, 'upstream')
+  }
+  const { objects, read } = sourceOf(target, upstream)
+  read()
+  const instruments = instrumentsFor(meter, objects)
+  const observables = [...instruments.values()]
+  const callback = (result) => {
+    for (const r of read()) result.observe(instruments.get(r.name), r.value, r.attributes)
+  }
+  meter.addBatchObservableCallback(callback, observables)
+  return new Observation(FROM_HANDLE, () => meter.removeBatchObservableCallback(callback, observables))
+}
+
 module.exports = {
   ManualClock,
   Breaker,
@@ -1522,4 +1734,7 @@ module.exports = {
   BreakerOpenError,
   RetryLaterError,
   MAX_TIMER_MS,
+  METRICS,
+  observe,
+  Observation,
 }

@@ -78,6 +78,9 @@ export declare function breakerId(h: ExternalObject<BreakerBox>): number
  */
 export declare function breakerListen(h: ExternalObject<BreakerBox>, on: boolean): void
 
+/** The breaker's series as flat triples (the first read starts counting). */
+export declare function breakerMetrics(h: ExternalObject<BreakerBox>): Array<number>
+
 /**
  * A breaker from options (see `holdoff.d.ts`), attached to its `fleet` if the options name
  * one; `RangeError`/`TypeError` `invalid_config`.
@@ -284,6 +287,13 @@ export declare function groupKeeps(h: ExternalObject<GroupBox>, key: string, bre
 export declare function groupKeys(h: ExternalObject<GroupBox>): Array<string>
 
 /**
+ * The group's readings: `{ own, keys, breakers }`, `own` its two series as flat triples,
+ * `keys` the kept breakers' keys (sorted) and `breakers[i]` the flat triples of `keys[i]`'s
+ * breaker. The first read starts counting on every breaker the group keeps or makes.
+ */
+export declare function groupMetrics(h: ExternalObject<GroupBox>): object
+
+/**
  * A bounded group of breakers keyed by upstream, made lazily from one template (breaker
  * options); `group` holds `{ maxKeys }` (default 10 000; `invalid_config` naming
  * `group.max_keys` outside 1..=100 000 000).
@@ -304,6 +314,13 @@ export declare function hintFromFlatHeaders(headers: Array<string>, nowUnixMs: n
 
 /** Whether the lease was given back. */
 export declare function leaseGivenBack(lease: ExternalObject<LeaseBox>): boolean
+
+/**
+ * The table, in code order: `{ name, kind, unit, description, attribute, values }` per row,
+ * `kind` `counter` or `gauge`, `attribute` the row's own attribute key or `null`, `values` that
+ * attribute's values in code order (empty without one).
+ */
+export declare function metricTable(): unknown[]
 
 /**
  * The core's outcome names, indexed by their codes (`holdoff.js` builds its name-to-code
@@ -338,6 +355,12 @@ export declare function policyCallAttempts(call: ExternalObject<PolicyCallBox>):
 /** Retries this call took on the budget's counted path. */
 export declare function policyCallRetries(call: ExternalObject<PolicyCallBox>): number
 
+/**
+ * The policy's retry series as flat triples (the first read starts counting); its breaker's
+ * and quota's are read from them.
+ */
+export declare function policyMetrics(h: ExternalObject<PolicyBox>): Array<number>
+
 /** A policy over a breaker, a budget (same clock), an optional quota and a classifier. */
 export declare function policyNew(breaker: ExternalObject<BreakerBox>, budget: ExternalObject<BudgetBox>, quota?: ExternalObject<QuotaBox> | undefined | null, classifier?: ExternalObject<ClassifierBox> | undefined | null): ExternalObject<PolicyBox>
 
@@ -359,6 +382,9 @@ export declare function quotaAvailable(h: ExternalObject<QuotaBox>): number
  * lease, -2 when it was already given back (the bucket is then unchanged).
  */
 export declare function quotaGiveBack(h: ExternalObject<QuotaBox>, lease: ExternalObject<LeaseBox>): number
+
+/** The quota's series as flat triples (the first read starts counting refusals). */
+export declare function quotaMetrics(h: ExternalObject<QuotaBox>): Array<number>
 
 /** A retry quota (token bucket) from options. */
 export declare function quotaNew(options: unknown): ExternalObject<QuotaBox>

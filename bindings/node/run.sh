@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The Node binding's entry points (the Makefile calls them):
 #   run.sh test         install npm tools, lint, build the addon (debug), install the package from
-#                       its tarball into a scratch project, type-check the example, run the
-#                       conformance runner, then every other test there, then the multi-process
-#                       fleet test (conformance/fleet/run.py: Node worker processes sharing one
-#                       breaker through a redis-server it starts)
+#                       its tarball into a scratch project, check it there without its optional
+#                       peer dependency (@opentelemetry/api), then link the OpenTelemetry dev
+#                       packages (API and SDKs) in, type-check the example, run the conformance
+#                       runner, then every other test there, then the multi-process fleet test
+#                       (conformance/fleet/run.py: Node worker processes sharing one breaker
+#                       through a redis-server it starts)
 #   run.sh conformance  the same build and install, the conformance runner only
 #   run.sh leak         the same build and install, the leak loops at full size (a million
 #                       objects; `test` runs them at a tenth of the size)
@@ -54,6 +56,12 @@ cmd_test() {
   (cd "$HERE" && ./node_modules/.bin/eslint --max-warnings 0 .)
   log "eslint: no problems"
   install_scratch
+  log "without @opentelemetry/api"
+  node_test test/without-otel.mjs
+  # The OpenTelemetry API and SDKs the metrics test uses: the package's dev copies (package-lock),
+  # linked, so that holdoff and the SDKs load the one @opentelemetry/api.
+  mkdir -p node_modules
+  ln -s "$HERE/node_modules/@opentelemetry" node_modules/@opentelemetry
   # The scratch project has no @types/node of its own: use the package's dev copy.
   "$HERE/node_modules/.bin/tsc" -p test/types --typeRoots "$HERE/node_modules/@types"
   log "typescript: test/types/example.ts type-checks against the installed package"

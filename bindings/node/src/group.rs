@@ -13,7 +13,7 @@ use crate::{err, opts};
 
 /// A breaker group.
 pub struct GroupBox {
-    group: BreakerGroup,
+    pub(crate) group: BreakerGroup,
 }
 
 /// A bounded group of breakers keyed by upstream, made lazily from one template (breaker

@@ -25,6 +25,7 @@
 //! | `http` | Retry-After parsing and the HTTP classifier |
 //! | `policy` | policies and their per-call `PolicyCall` (the manual API) |
 //! | `execution` | the core's retry loop of one call of the retry helpers |
+//! | `metrics` | the metric table and each object's readings (`holdoff::metrics`) |
 //! | `codes` | every numeric code that crosses N-API for a core enum (outcomes, effects, states, verdicts, attempts) |
 //! | `convert` | milliseconds to and from durations, by the core's unit rules |
 //! | `opts` | JavaScript option objects to the core's neutral configuration |
@@ -44,6 +45,7 @@ pub mod execution;
 pub mod fleet;
 pub mod group;
 pub mod http;
+pub mod metrics;
 mod opts;
 pub mod policy;
 pub mod quota;

@@ -5,7 +5,9 @@
 // build. HOLDOFF_CONFORMANCE_DIR points at the suite (default: the repository's, relative to
 // this file); HOLDOFF_CASES=substring runs only matching ids. A fleet case (`workers`, a
 // `config.fleet`) builds its workers' breakers on the case's one manual clock, each attached to
-// the case's in-memory store, reset before the case.
+// the case's in-memory store, reset before the case. Every object a case builds has its metrics
+// read once right after it is built (counting starts at that read), and a `metrics` step compares
+// the non-zero readings, written as series, with the case's.
 import { describe, it } from 'node:test'
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
@@ -27,7 +29,7 @@ import {
 import { checkExecute, flavoursOf, runExecute } from './conformance-execute.mjs'
 import { ManualTimers } from './manual-timers.mjs'
 
-const SUITE_VERSION = 3
+const SUITE_VERSION = 4
 const here = dirname(fileURLToPath(import.meta.url))
 const root = process.env.HOLDOFF_CONFORMANCE_DIR ?? join(here, '..', '..', '..', 'conformance')
 
@@ -119,6 +121,29 @@ function check(expect, actual, known) {
   }
 }
 
+// Readings as series (`name` or `name{k=v,...}`, attributes sorted by key), zeros dropped, must
+// equal `expect.series` exactly: the same keys, each value within 1e-9.
+function checkMetrics(expect, readings) {
+  if (expect === null || typeof expect !== 'object') throw new Error('metrics needs expect')
+  for (const k of Object.keys(expect)) if (k !== 'series') throw new Error(`unknown expect key ${JSON.stringify(k)}`)
+  const want = expect.series
+  if (want === null || typeof want !== 'object') throw new Error('metrics needs expect.series')
+  const got = {}
+  for (const r of readings) {
+    if (r.value === 0) continue
+    const attrs = Object.entries(r.attributes).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    const series = attrs.length === 0 ? r.name : `${r.name}{${attrs.map(([k, v]) => `${k}=${v}`).join(',')}}`
+    if (series in got) throw new Error(`series ${series} read twice`)
+    got[series] = r.value
+  }
+  const keys = new Set([...Object.keys(want), ...Object.keys(got)])
+  const wrong = [...keys].sort().filter((k) => !(k in want && k in got && Math.abs(want[k] - got[k]) <= 1e-9))
+  if (wrong.length > 0) {
+    const show = (m, k) => (k in m ? m[k] : 'absent')
+    throw new Error(`series differ: ${wrong.map((k) => `${k}: expected ${show(want, k)}, got ${show(got, k)}`).join('; ')}  (all: ${JSON.stringify(got)})`)
+  }
+}
+
 const DECISION_KEYS = ['decision', 'delay_ms', 'source', 'server_delay_ms', 'capped', 'reason']
 
 function decisionJson(d) {
@@ -175,6 +200,9 @@ class Ctx {
       if (!this.breakerObj || !this.budget) throw new Error('a policy case needs a breaker and a budget')
       this.policy = new Policy({ breaker: this.breakerObj, budget: this.budget, quota: this.quota, classifier: this.classifier })
     }
+    // Counting starts at an object's first read of its metrics: read each once now, so the
+    // `metrics` steps count the whole case.
+    for (const o of [this.breakerObj, ...this.workers.slice(1), this.group, this.quota, this.policy]) o?.metrics()
     this.permits = new Map()
     this.calls = new Map()
     this.policyCalls = new Map()
@@ -195,6 +223,20 @@ class Ctx {
     }
     if (!this.breakerObj) throw new Error('the case has no breaker')
     return this.breakerObj
+  }
+
+  // The readings a `metrics` step names with `of` (and `worker`, in a fleet case).
+  metricsOf(step) {
+    const of = {
+      breaker: () => this.breaker(step),
+      policy: () => this.policy,
+      quota: () => this.quota,
+      group: () => this.group,
+    }[step.of]
+    if (of === undefined) throw new Error(`metrics: unknown of ${JSON.stringify(step.of)}`)
+    const o = of()
+    if (!o) throw new Error(`metrics: the case has no ${step.of}`)
+    return o.metrics()
   }
 
   allow(step, a) {
@@ -437,6 +479,8 @@ class Ctx {
         memoryStoreControl(this.fleetUrl.slice(MEMORY.length), step.action)
         return check(expect, a, [])
       }
+      case 'metrics':
+        return checkMetrics(expect, this.metricsOf(step))
       case 'execute': {
         if (!this.policy) throw new Error('the case has no policy')
         if (flavour === undefined) throw new Error('an execute step in a case without flavours')

@@ -26,6 +26,8 @@ import {
   type Snapshot,
   type StateChange,
 } from 'holdoff'
+import { METRICS, observe, type MetricReading, type Observation } from 'holdoff'
+import { metrics, type Meter } from '@opentelemetry/api'
 // @ts-expect-error the native layer is no export of the package
 import type * as native from 'holdoff/native'
 
@@ -181,3 +183,18 @@ new Policy({ breaker: null })
 new RetryBudget({ giveUpAboveCap: 1 })
 // @ts-expect-error a window trip needs windowMs
 new Breaker({ trip: { policy: 'window', threshold: 3 } })
+
+// Metrics: the table, readings, and observe() with @opentelemetry/api's own Meter type.
+const meter: Meter = metrics.getMeter('example')
+const observation: Observation = observe(meter, new Policy({ quota: {} }), { upstream: 'payments' })
+observation.close()
+observe(meter, new BreakerGroup())
+const readings: MetricReading[] = new Breaker().metrics()
+const firstValue: number = readings[0].value
+const units: string[] = METRICS.map((d) => d.unit)
+const refusedBy: string | undefined = new RetryQuota().metrics()[1].attributes.upstream
+// @ts-expect-error upstream is a string
+observe(meter, new Breaker(), { upstream: 1 })
+// @ts-expect-error a budget is no target
+observe(meter, new RetryBudget())
+void [firstValue, units, refusedBy]
