@@ -488,7 +488,7 @@ impl From<holdoff::GroupSnapshot> for GroupSnapshot {
 /// evicted, and the group would then make a fresh one for its key.
 #[derive(Debug, uniffi::Object)]
 pub struct BreakerGroup {
-    inner: holdoff::BreakerGroup,
+    pub(crate) inner: holdoff::BreakerGroup,
 }
 
 #[uniffi::export]

@@ -28,6 +28,8 @@
 //! * **Fleets**: a [`Breaker`] built with a [`FleetConfig`] owns its `holdoff_fleet::Fleet`
 //!   (background threads for a Redis url), closed when the last reference to the breaker goes
 //!   (its Kotlin `close()`, a policy's, or the garbage collector's cleaner).
+//! * **Metrics**: the core's table ([`metric_table`]) and each object's readings (`metrics()`),
+//!   values in the table's units (seconds for durations, as OpenTelemetry has them).
 //! * **Clocks**: every constructor takes an optional [`ManualClock`]; without one, a
 //!   process-wide monotonic system clock is shared, so a breaker and a budget built apart can
 //!   still be composed into a [`Policy`] (which needs one clock for one reading per decision).
@@ -68,6 +70,7 @@ mod budget;
 mod execution;
 mod fleet;
 mod http;
+mod metrics;
 mod policy;
 mod terms;
 
@@ -76,6 +79,7 @@ pub use budget::*;
 pub use execution::*;
 pub use fleet::*;
 pub use http::*;
+pub use metrics::*;
 pub use policy::*;
 
 uniffi::setup_scaffolding!("holdoff");

@@ -44,6 +44,10 @@ val DEFAULT_TOTAL_TIMEOUT: Duration =
  * * the caller's cancellation, propagated (a `withTimeout` around the call is a deadline: an
  *   attempt it cuts is recorded as a timeout).
  *
+ * With the OpenTelemetry API on the classpath, each wait and the give-up are events on the
+ * current span, if it is recording (`holdoff.retry`, `holdoff.give_up`: README, "Metrics"); a
+ * call that succeeds first time adds none.
+ *
  * @param attemptTimeout longest one attempt may take; null (default): no limit of its own.
  * @param totalTimeout longest the whole call may take, waits included (default 60 s,
  *   [DEFAULT_TOTAL_TIMEOUT]); null: no limit, only the budget bounds it. A wait that would not
@@ -135,6 +139,7 @@ private suspend fun <T> Policy.loop(
             is Step.Wait -> {
                 try {
                     currentCoroutineContext().ensureActive()
+                    RetryEvents.waiting(s.plan, exec.lastOutcome())
                     beforeWait(s.plan)
                     sleep(s.plan.delay)
                 } catch (e: CancellationException) {
@@ -146,6 +151,7 @@ private suspend fun <T> Policy.loop(
             is Step.Finish -> {
                 // A cancelled caller gets its cancellation, whatever the verdict.
                 currentCoroutineContext().ensureActive()
+                RetryEvents.finished(s.verdict)
                 return surface(s.verdict, last)
             }
         }

@@ -18,12 +18,13 @@ import kotlin.time.DurationUnit
  * `execute` steps runs once per helper flavour it applies to (`execute`, `executeHttp`), each on
  * a fresh build, named `id [execute]` / `id [executeHttp]`. A fleet case builds its `workers`
  * from one configuration on the one manual clock, each breaker with the `fleet` option on the
- * in-process store `memory://<case id>` (reset first), ticked only by `fleet_sync` steps.
+ * in-process store `memory://<case id>` (reset first), ticked only by `fleet_sync` steps. Every
+ * object a case builds has its metrics read once right after it is built (that starts counting).
  *
  * `HOLDOFF_CASES=substring` runs only the cases whose id contains it.
  */
 class ConformanceTest {
-    private val suiteVersion = 3
+    private val suiteVersion = 4
 
     @TestFactory
     fun conformance(): List<DynamicTest> {
@@ -351,6 +352,9 @@ private class Worker(case: JSONObject, config: JSONObject, clock: ManualClock, f
         } else {
             null
         }
+        // Counting starts at an object's first read of its metrics: read each once now, so the
+        // `metrics` steps count the whole case.
+        listOfNotNull(breaker?.metrics(), group?.metrics(), quota?.metrics(), policy?.metrics())
     }
 
     /** Frees the native objects now: a breaker's fleet goes with the last reference to it. */
@@ -450,6 +454,36 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) : AutoCloseable {
                 fail("worker ${workers.indexOf(w)}: ${e.message}")
             }
         }
+    }
+
+    /**
+     * `metrics`: the readings of the step's `of` (the breaker, in a policy case the policy's; the
+     * policy's retry series; the quota; the group with its breakers), each written as `name` or
+     * `name{k=v,...}` (keys sorted), zeros dropped; they must equal `expect.series` exactly.
+     */
+    fun metrics(step: JSONObject, expect: Any?) {
+        val w = worker(step)
+        val readings = when (val of = step.optString("of")) {
+            "breaker" -> (w.policy?.breaker() ?: w.breaker ?: fail("the case has no breaker")).metrics()
+            "policy" -> (w.policy ?: fail("the case has no policy")).metrics()
+            "quota" -> (w.quota ?: fail("the case has no quota")).metrics()
+            "group" -> (w.group ?: fail("the case has no group")).metrics()
+            else -> fail("metrics of \"$of\": breaker, policy, quota or group")
+        }
+        val got = readings.filter { it.value != 0.0 }.associate { r ->
+            val attrs = r.attributes.entries.sortedBy { it.key }.joinToString(",") { "${it.key}=${it.value}" }
+            (if (attrs.isEmpty()) r.name else "${r.name}{$attrs}") to r.value
+        }
+        if (expect == null) return
+        val obj = expect as? JSONObject ?: fail("expect must be an object")
+        obj.only("expect", "series")
+        val want = obj.optJSONObject("series") ?: return
+        val errors = want.keySet().sorted().mapNotNull { k ->
+            val v = number(want.get(k))
+            val g = got[k]
+            if (g != null && Math.abs(g - v) <= 1e-9) null else "$k: expected $v, got ${g ?: 0}"
+        } + got.keys.filter { !want.has(it) }.sorted().map { "$it: expected 0, got ${got[it]}" }
+        if (errors.isNotEmpty()) fail("metrics of ${step.optString("of")}: ${errors.joinToString("; ")}")
     }
 
     /** `fleet_store`: `down`, `up` or `flush` on the case's in-process store. */
@@ -694,6 +728,7 @@ private class Ctx(case: JSONObject, val flavour: Flavour?) : AutoCloseable {
                 val got = runExecute(p, clock, limits, flavour ?: fail("an execute step outside a flavour"), step, ::headers)
                 checkExecute(expect, got)
             }
+            "metrics" -> metrics(step, expect)
             "fleet_sync" -> fleetSync(step, expect)
             "fleet_store" -> fleetStore(step, expect)
             else -> fail("unknown op \"$op\"")
