@@ -32,7 +32,7 @@ RUST_TESTED := --workspace --exclude holdoff-python --exclude holdoff-node
 rust:
 	cargo test $(RUST_TESTED) --all-targets
 	cargo test $(RUST_TESTED) --doc
-	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p holdoff -p holdoff-tokio --all-features
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p holdoff -p holdoff-tokio -p holdoff-otel --all-features
 	timeout 60 cargo run -q -p holdoff-tokio --example local_server --features reqwest
 
 ## loom: model-check the core's lock-free paths, every interleaving of 2-3 threads (core/loom.sh).

@@ -28,6 +28,7 @@ LANGS = ["rust", "python", "node", "go", "c", "csharp"]
 LANG_NAMES = {"rust": "Rust", "python": "Python", "node": "Node", "go": "Go", "c": "C", "csharp": "C# (Mono)"}
 OPS = [
     "allow_record",
+    "allow_record_metrics",
     "allow_record_fleet",
     "allow_record_2t",
     "refuse_open",

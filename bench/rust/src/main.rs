@@ -10,7 +10,8 @@
 //!
 //! Environment: `HOLDOFF_BENCH_OUT` (output file, appended), `HOLDOFF_BENCH_REPS` (default 7,
 //! at least 5), `HOLDOFF_BENCH_BATCH_MS` (default 100), `HOLDOFF_BENCH_QUICK=1` (small sizes,
-//! for a smoke run: no 1M group, 100k-call replays).
+//! for a smoke run: no 1M group, 100k-call replays), `HOLDOFF_BENCH_ONLY=allow_record` (only
+//! `allow_record` and `allow_record_metrics`, to compare the two).
 
 mod alloc;
 mod peers;
@@ -251,8 +252,11 @@ fn bench_fleet(b: &mut Bench) {
     );
 }
 
-fn bench_holdoff(b: &mut Bench) {
-    let config = "BreakerConfig::default() (5 consecutive failures), SystemClock";
+const CONFIG: &str = "BreakerConfig::default() (5 consecutive failures), SystemClock";
+
+/// The closed fast path, without and with the metric model counting (its first read starts
+/// the breaker's counters; exporters read at collection, never on this path).
+fn bench_allow_record(b: &mut Bench) {
     let br = holdoff_breaker(BreakerConfig::default());
     let s = b.time_loop(|| pair(&br));
     b.push(
@@ -260,9 +264,32 @@ fn bench_holdoff(b: &mut Bench) {
         "allow_record",
         "ns/op",
         s,
-        format!("allow() + record(permit, Success); {config}"),
+        format!("allow() + record(permit, Success); {CONFIG}"),
     );
 
+    let br = holdoff_breaker(BreakerConfig::default());
+    let mut readings = Vec::new();
+    br.metrics(&mut readings);
+    let s = b.time_loop(|| pair(&br));
+    readings.clear();
+    br.metrics(&mut readings);
+    let admitted = readings
+        .iter()
+        .find(|r| r.metric == holdoff::metrics::Metric::BreakerAdmitted)
+        .map_or(0.0, |r| r.value);
+    assert!(admitted > 0.0, "the breaker counted the measured calls");
+    b.push(
+        "holdoff",
+        "allow_record_metrics",
+        "ns/op",
+        s,
+        format!(
+            "allow_record with the breaker's metrics counting (Breaker::metrics read once before, as an exporter does when it attaches; {admitted:.0} calls counted); {CONFIG}; compare allow_record"
+        ),
+    );
+}
+
+fn bench_holdoff(b: &mut Bench) {
     let br = holdoff_breaker(BreakerConfig::default());
     let s = b.two_threads(&br, pair);
     b.push(
@@ -271,7 +298,7 @@ fn bench_holdoff(b: &mut Bench) {
         "ns/op",
         s,
         format!(
-            "allow() + record(permit, Success), 2 threads on one breaker; wall ns / ops per thread; {config}"
+            "allow() + record(permit, Success), 2 threads on one breaker; wall ns / ops per thread; {CONFIG}"
         ),
     );
 
@@ -515,6 +542,7 @@ fn main() {
     let reps = (env_num("HOLDOFF_BENCH_REPS", 7) as usize).max(MIN_REPS);
     let batch = Duration::from_millis(env_num("HOLDOFF_BENCH_BATCH_MS", 100).max(1));
     let quick = std::env::var("HOLDOFF_BENCH_QUICK").is_ok_and(|v| v == "1");
+    let only_allow_record = std::env::var("HOLDOFF_BENCH_ONLY").is_ok_and(|v| v == "allow_record");
     let mut b = Bench {
         reps,
         batch,
@@ -526,10 +554,13 @@ fn main() {
         "rust: {reps} repetitions of ~{} ms batches (median [min, max])",
         batch.as_millis()
     );
-    bench_holdoff(&mut b);
-    bench_fleet(&mut b);
-    peers::bench_peers(&mut b);
-    bench_replay(&mut b);
+    bench_allow_record(&mut b);
+    if !only_allow_record {
+        bench_holdoff(&mut b);
+        bench_fleet(&mut b);
+        peers::bench_peers(&mut b);
+        bench_replay(&mut b);
+    }
     eprintln!("rust: done in {:.1} s", t0.elapsed().as_secs_f64());
     if let Ok(path) = std::env::var("HOLDOFF_BENCH_OUT") {
         if let Err(e) = write_records(&b.records, &path) {

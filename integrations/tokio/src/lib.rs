@@ -11,6 +11,11 @@
 //!   before-wait hook and an after-attempt hook.
 //! * Feature `tower`: `tower::HoldoffLayer`, a `tower` layer running each request through the
 //!   loop. Feature `reqwest`: `reqwest::HoldoffMiddleware`, a `reqwest-middleware` middleware.
+//! * Feature `opentelemetry`: every helper above adds, on the caller's current span when it is
+//!   recording, an event `holdoff.retry` per wait before a retry (`holdoff.attempt`,
+//!   `holdoff.outcome`, `holdoff.delay` in seconds, `holdoff.source`, `holdoff.capped`) and
+//!   `holdoff.give_up` when the call gives up or is refused (`holdoff.attempts`,
+//!   `holdoff.reason`). A call that succeeds at once adds nothing.
 //! * [`call`]: one attempt under a [`holdoff::Breaker`] alone, no retry.
 //! * [`TokioClock`]: a [`holdoff::Clock`] over tokio's clock, so that paused time
 //!   (`#[tokio::test(start_paused = true)]`) drives the core, the waits and the attempt limits.
@@ -70,6 +75,8 @@ mod response;
 mod run;
 #[cfg(feature = "tower")]
 pub mod tower;
+#[cfg(feature = "opentelemetry")]
+mod trace;
 
 pub use clock::TokioClock;
 pub use error::{Error, Last};

@@ -211,6 +211,8 @@ where
                     // exhausted, the forgone wait as retry_after).
                     break d.exec.stop().expect("the loop stops right after a wait");
                 }
+                #[cfg(feature = "opentelemetry")]
+                crate::trace::retry(&w, d.exec.last_outcome());
                 options.report_wait(&w);
                 tokio::time::sleep(w.delay).await;
                 step = in_order(d.exec.next_step());
@@ -218,6 +220,8 @@ where
             Step::Finish(v) => break v,
         }
     };
+    #[cfg(feature = "opentelemetry")]
+    crate::trace::finished(&verdict);
     surface(verdict, last)
 }
 
