@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: build the holdoff command line and replay the three bundled incidents on the
 # virtual clock, printing each summary and writing each chart (SVG and PNG) under target/demo/;
-# then the two fleet scenarios, local breakers against a shared fleet, side by side.
+# the blocked-provider replay also writes its metric series (CSV) and shows a few rows; then the
+# two fleet scenarios, local breakers against a shared fleet, side by side.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -12,7 +13,17 @@ holdoff="$target/debug/holdoff"
 mkdir -p "$out"
 for scenario in blocked-provider.toml registry-outage.toml rate-limited-api.json; do
     name="${scenario%.*}"
-    "$holdoff" simulate "scenarios/$scenario" --plot "$out/$name.svg" --plot "$out/$name.png"
+    if [ "$name" != blocked-provider ]; then
+        "$holdoff" simulate "scenarios/$scenario" --plot "$out/$name.svg" --plot "$out/$name.png"
+        echo
+        continue
+    fi
+    csv="$out/$name.metrics.csv"
+    "$holdoff" simulate "scenarios/$scenario" --plot "$out/$name.svg" --plot "$out/$name.png" --metrics "$csv"
+    end="$(tail -n 1 "$csv" | cut -d, -f1)"
+    echo "Its metric series, named as every language exports them (docs/metrics.md), one sample a"
+    echo "virtual second: the rows at 1 s and the non-zero ones at the end ($end s):"
+    awk -F, -v end="$end" 'NR == 1 || $1 == 1 || ($1 == end && $4 != 0)' "$csv"
     echo
 done
 echo "The same blocked-provider trace with the old design (close on the first probe answer) and holdoff's:"

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::CliError;
+use crate::metrics::Sampler;
 use crate::report::{compare_text, summary_text, JsonSink, TextSink};
 use crate::scenario::{self, Scenario};
 use crate::sim::{self, Options, Run, Sink};
@@ -50,6 +51,12 @@ struct SimulateArgs {
     /// Write a chart (.svg or .png); may be given more than once.
     #[arg(long, value_name = "FILE")]
     plot: Vec<PathBuf>,
+    /// Write the metric series (docs/metrics.md) over virtual time: .json or .csv.
+    #[arg(long, value_name = "FILE")]
+    metrics: Option<PathBuf>,
+    /// Virtual seconds between two metric samples (a whole number of milliseconds); default 1.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
+    metrics_interval: Option<String>,
     #[command(flatten)]
     common: Common,
 }
@@ -97,6 +104,7 @@ fn simulate(a: SimulateArgs) -> Result<(), CliError> {
     for p in &a.plot {
         check_plot_path(p)?;
     }
+    let mut sampler = metrics_sampler(&a, &scn)?;
     let opts = Options {
         skip_malformed: a.common.skip_malformed,
         chart: !a.plot.is_empty(),
@@ -114,12 +122,12 @@ fn simulate(a: SimulateArgs) -> Result<(), CliError> {
         let run = if a.timeline {
             out.write_all(b",\"timeline\":[\n").map_err(io)?;
             let mut sink = JsonSink::new(&mut out);
-            let run = sim::run(&scn, opts, Some(&mut sink as &mut dyn Sink))?;
+            let run = sim::run_sampled(&scn, opts, Some(&mut sink as &mut dyn Sink), sampler.as_mut())?;
             sink.finish()?;
             out.write_all(b"\n]").map_err(io)?;
             run
         } else {
-            sim::run(&scn, opts, None)?
+            sim::run_sampled(&scn, opts, None, sampler.as_mut())?
         };
         let summary = serde_json::to_string_pretty(&run.summary).map_err(|e| CliError::msg(e.to_string()))?;
         writeln!(out, ",\"summary\":{summary}}}").map_err(io)?;
@@ -128,17 +136,41 @@ fn simulate(a: SimulateArgs) -> Result<(), CliError> {
         let run = if a.timeline {
             writeln!(out, "== timeline of {} ==", scn.name).map_err(io)?;
             let mut sink = TextSink::new(&mut out);
-            let run = sim::run(&scn, opts, Some(&mut sink as &mut dyn Sink))?;
+            let run = sim::run_sampled(&scn, opts, Some(&mut sink as &mut dyn Sink), sampler.as_mut())?;
             sink.finish()?;
             run
         } else {
-            sim::run(&scn, opts, None)?
+            sim::run_sampled(&scn, opts, None, sampler.as_mut())?
         };
         write!(out, "{}", summary_text(&run.summary, scn.description.as_deref())).map_err(io)?;
         run
     };
     out.flush().map_err(io)?;
+    if let Some(p) = &a.metrics {
+        eprintln!("metrics written to {}", p.display());
+    }
     write_plots(&a.plot, &run)
+}
+
+/// The sampler `--metrics` asks for (its file created now, so that a bad path fails before the
+/// run), or none. Errors name `--metrics` or `--metrics-interval`.
+fn metrics_sampler(a: &SimulateArgs, scn: &Scenario) -> Result<Option<Sampler>, CliError> {
+    let interval = match &a.metrics_interval {
+        Some(text) => crate::metrics::parse_interval(text)?,
+        None => 1_000_000_000,
+    };
+    match &a.metrics {
+        Some(p) => Ok(Some(Sampler::create(
+            p,
+            interval,
+            &scn.name,
+            scn.workers as usize,
+        )?)),
+        None if a.metrics_interval.is_some() => {
+            Err(CliError::msg("needs --metrics FILE to write the samples to").field("--metrics-interval"))
+        }
+        None => Ok(None),
+    }
 }
 
 fn check_plot_path(p: &Path) -> Result<(), CliError> {

@@ -11,6 +11,7 @@ pub mod chart;
 pub mod cli;
 pub mod error;
 pub mod fleet;
+pub mod metrics;
 pub mod plot;
 pub mod report;
 pub mod scenario;

@@ -39,6 +39,7 @@ use crate::arrivals::Arrivals;
 use crate::chart::{Class, Collector, Row};
 use crate::error::CliError;
 use crate::fleet::Link;
+use crate::metrics::Sampler;
 use crate::scenario::{Answer, Scenario};
 use crate::trace::TraceReader;
 use crate::upstream::Upstream;
@@ -503,6 +504,29 @@ struct Engine<'s> {
 
 /// Runs a scenario.
 pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result<Run, CliError> {
+    run_sampled(scn, opts, sink, None)
+}
+
+/// The objects whose metrics the sampler reads, worker by worker.
+fn metric_objects(workers: &[Worker]) -> Vec<crate::metrics::Objects<'_>> {
+    workers
+        .iter()
+        .map(|w| crate::metrics::Objects {
+            breaker: &w.breaker,
+            policy: w.policy.as_ref(),
+            quota: w.quota.as_deref(),
+        })
+        .collect()
+}
+
+/// Runs a scenario, and with `metrics` reads every worker's metrics when it is built, over
+/// virtual time and at the end, into the sampler's file ([`crate::metrics`]).
+pub fn run_sampled(
+    scn: &Scenario,
+    opts: Options,
+    sink: Option<&mut dyn Sink>,
+    mut metrics: Option<&mut Sampler>,
+) -> Result<Run, CliError> {
     let wall = wall_origin(scn, opts.skip_malformed)?;
     let clock = ManualClock::with_wall_origin(wall);
     let shared: Arc<dyn holdoff::Clock> = Arc::new(clock.clone());
@@ -531,6 +555,10 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
     let mut workers = Vec::with_capacity(scn.workers as usize);
     for i in 0..scn.workers as usize {
         workers.push(build_worker(scn, &sh, i)?);
+    }
+    if let Some(m) = metrics.as_deref_mut() {
+        // The first read starts the objects' counting, as an exporter's does when it attaches.
+        m.begin(&metric_objects(&workers));
     }
     let upstream = Upstream::new(scn, classifier.clone(), wall, opts.skip_malformed)?;
     let mut arrivals = Arrivals::new(scn, opts.skip_malformed)?;
@@ -607,6 +635,13 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
         if t > end {
             break;
         }
+        if let Some(m) = metrics.as_deref_mut() {
+            if m.due(t) {
+                m.catch_up(t, &metric_objects(&e.workers))?;
+            } else {
+                m.touch();
+            }
+        }
         now = t;
         e.clock.set(Instant::from_nanos(t)).map_err(internal)?;
         // Time passes for the upstream too, so a recovery shows at its own time.
@@ -647,6 +682,9 @@ pub fn run(scn: &Scenario, opts: Options, sink: Option<&mut dyn Sink>) -> Result
     }
     if let Some(end) = scn.end {
         now = end;
+    }
+    if let Some(m) = metrics {
+        m.finish(now, &metric_objects(&e.workers))?;
     }
     let skipped = arrivals.skipped();
     e.finish(now, skipped)
