@@ -31,7 +31,7 @@ use crate::sync::Mutex;
 /// The default bound on the keys of a group.
 pub const DEFAULT_MAX_KEYS: usize = 10_000;
 
-/// The largest `max_keys` a group accepts (a breaker is several hundred bytes).
+/// The largest `max_keys` a group accepts (an entry is a few hundred bytes with its key).
 pub const MAX_KEYS_LIMIT: usize = 100_000_000;
 
 /// How many least recently used entries one eviction looks at before giving the new key an
@@ -61,10 +61,11 @@ struct Entries {
 
 /// A bounded, lazily filled map from upstream key to its own [`Breaker`]. `Send + Sync`.
 ///
-/// Each breaker gets the template's configuration, with its jitter seed mixed with the key so
-/// that a fleet of breakers does not probe in lockstep.
+/// Every breaker shares the template's configuration (one copy for the group), with its own
+/// jitter seed, the template's mixed with the key, so that a fleet of breakers does not probe in
+/// lockstep.
 pub struct BreakerGroup {
-    template: BreakerConfig,
+    template: Arc<BreakerConfig>,
     max_keys: usize,
     clock: Arc<dyn Clock>,
     entries: Mutex<Entries>,
@@ -113,7 +114,7 @@ impl BreakerGroup {
         template.validate()?;
         validate_max_keys(max_keys)?;
         Ok(BreakerGroup {
-            template,
+            template: Arc::new(template),
             max_keys,
             clock,
             entries: Mutex::new(Entries {
@@ -130,12 +131,12 @@ impl BreakerGroup {
     }
 
     fn make(&self, key: &str) -> Arc<Breaker> {
-        let cfg = BreakerConfig {
-            seed: self.template.seed ^ fnv1a(key),
-            ..self.template.clone()
-        };
-        // The template was validated in `with_max_keys` and only the seed differs.
-        Arc::new(Breaker::new(cfg, Arc::clone(&self.clock)).expect("validated template"))
+        let seed = self.template.seed ^ fnv1a(key);
+        // The template was validated in `with_max_keys`.
+        Arc::new(
+            Breaker::with_shared_config(Arc::clone(&self.template), seed, Arc::clone(&self.clock))
+                .expect("validated template"),
+        )
     }
 
     /// The breaker for `key`, created on first use; marks it most recently used. Never fails: a

@@ -66,7 +66,9 @@ pub mod trip;
 
 pub use backoff::{Backoff, Prng};
 pub use breaker::{
-    Breaker, BreakerConfig, Effect, Listener, Outcome, Permit, Reason, Refusal, Snapshot, State, StateChange,
+    fast_admit, fast_success, Breaker, BreakerConfig, Effect, Listener, Outcome, Permit, Reason, Refusal,
+    Snapshot, State, StateChange, FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_TIMED,
+    FAST_PATH_VERSION,
 };
 pub use budget::{BudgetConfig, Decision, GiveUpReason, RetryBudget, RetryState, WaitSource};
 pub use clock::{Clock, Instant, ManualClock, SystemClock};

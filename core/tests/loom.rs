@@ -18,11 +18,11 @@ use std::time::Duration;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use loom::thread;
 
-use holdoff::interop::{LeaseSlot, PermitSlot};
+use holdoff::interop::{LeaseSlot, PermitSlot, RawPermit};
 use holdoff::{
-    Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Decision, Effect, Instant, ManualClock,
-    Outcome, Permit, PermitError, QuotaConfig, Reason, RetryBudget, RetryQuota, RetryState, State,
-    TripPolicy,
+    fast_admit, fast_success, Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Decision, Effect,
+    Instant, ManualClock, Outcome, Permit, PermitError, QuotaConfig, Reason, RetryBudget, RetryQuota,
+    RetryState, State, TripPolicy,
 };
 
 const INTERVAL: Duration = Duration::from_secs(60);
@@ -419,6 +419,80 @@ fn probe_due_while_the_clock_moves() {
     });
 }
 
+/// A refusal without the lock races the lock holder re-opening on a probe's retry-later (a new
+/// window at 150 s). The refusal pairs the state with its own wait, whichever it read: half-open
+/// until the window the probe re-armed (60 s), or open until the provider's deadline (90 s); and
+/// the published deadline never outlives the window: the next probe goes at exactly 150 s.
+#[test]
+fn refusal_racing_a_reopen_never_wedges_the_probe() {
+    model(|| {
+        let (b, clock) = breaker(1, 2, 1);
+        trip(&b, 1);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let gate = ProbeGate::new(1);
+        let probe = b.allow().unwrap();
+        assert!(probe.is_probe());
+        gate.enter();
+        let b1 = Arc::clone(&b);
+        let answer = thread::spawn(move || {
+            b1.record(probe, Outcome::RetryLater(Duration::from_secs(90)))
+                .unwrap()
+        });
+        let b2 = Arc::clone(&b);
+        let caller = thread::spawn(move || b2.allow().map(|p| p.is_probe()));
+        assert_eq!(answer.join().unwrap(), Effect::Counted);
+        gate.leave();
+        let r = caller.join().unwrap().unwrap_err();
+        match r.state {
+            State::HalfOpen => assert_eq!(r.retry_after, Some(INTERVAL), "{r:?}"),
+            State::Open => assert_eq!(r.retry_after, Some(Duration::from_secs(90)), "{r:?}"),
+            other => panic!("refused while {other:?}"),
+        }
+        assert_eq!(r.episode, 1, "{r:?}");
+        clock.set(Instant::from_millis(149_999)).unwrap();
+        let r = b.allow().unwrap_err();
+        assert_eq!(
+            (r.state, r.retry_after),
+            (State::Open, Some(Duration::from_millis(1)))
+        );
+        clock.set(Instant::from_millis(150_000)).unwrap();
+        let next = b.allow().expect("the probe of the new window is due");
+        assert!(next.is_probe());
+        gate.enter();
+        let s = b.snapshot();
+        assert_eq!((s.probes, s.refusals, s.probes_in_flight), (2, 2, 1), "{s:?}");
+        assert_eq!(b.allow().unwrap_err().state, State::HalfOpen);
+        gate.leave();
+        assert_eq!(b.record(next, Outcome::Cancelled), Ok(Effect::Ignored));
+    });
+}
+
+/// Two callers at the due time race one lock-free refuser's read of the published deadline
+/// against the lock holder admitting probes (two slots): never more than two probes, and every
+/// refusal waits the full interval the second admission re-armed.
+#[test]
+fn refusal_racing_probe_admissions_never_exceeds_the_maximum() {
+    model(|| {
+        let (b, _clock, gate) = half_open(3, 2);
+        let first = b.allow().unwrap();
+        assert!(first.is_probe());
+        gate.enter();
+        let r = race(&b, &gate, &[Outcome::Success, Outcome::Success]);
+        let t = Tally::sum(r.iter().map(|x| x.0));
+        assert_eq!((t.probes, t.refused), (1, 1), "{t:?}");
+        gate.leave();
+        assert_eq!(b.record(first, Outcome::Success), Ok(Effect::Counted));
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.recoveries, s.refusals),
+            (State::HalfOpen, 2, 1),
+            "{s:?}"
+        );
+        let late = b.allow().unwrap_err();
+        assert_eq!(late.retry_after, Some(INTERVAL), "{late:?}");
+    });
+}
+
 /// Closing needs `recoveries` consecutive current-episode answers, one per interval. In the
 /// first interval a probe success races a stale failure (a call admitted before the trip),
 /// which discards recovery progress; the second interval's success closes exactly when the
@@ -629,5 +703,98 @@ fn budget_episode_flag_follows_the_episode() {
             Decision::Done
         );
         assert_eq!(budget.episode_start(), None);
+    });
+}
+
+/// What a binding's call on the fast-path word came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Via {
+    /// Refused by the library (the word did not admit).
+    Refused,
+    /// Admitted and recorded on the word alone.
+    Word,
+    /// Recorded through the library, with this effect.
+    Library(Effect),
+}
+
+/// A binding's admission and success on the fast-path word alone (docs/ffi.md "The fast-path
+/// word"), falling back to the library as a binding does.
+fn binding_call(b: &Breaker, outcome: Outcome) -> Via {
+    let w = b.fast_path_word().load(Ordering::Acquire);
+    let raw = match fast_admit(w) {
+        Some(episode) => RawPermit {
+            breaker: b.id(),
+            episode,
+            probe: 0,
+        },
+        None => match b.allow() {
+            Ok(p) => RawPermit::from(p),
+            Err(_) => return Via::Refused,
+        },
+    };
+    if outcome == Outcome::Success
+        && raw.probe == 0
+        && fast_success(b.fast_path_word().load(Ordering::Acquire), raw.episode)
+    {
+        return Via::Word;
+    }
+    Via::Library(b.record(Permit::from(raw), outcome).unwrap())
+}
+
+#[test]
+fn binding_fast_path_agrees_with_the_library() {
+    // One failure pending of a threshold of 2: a binding's success (admitted on the word, then
+    // recorded through the library since failures are pending) races a library failure. Either
+    // the success forgets the pending failure first (closed, one failure) or the failure trips
+    // first and the success is stale or refused: a failure is never lost and a stale success
+    // never counted.
+    model(|| {
+        let (b, _clock) = breaker(2, 1, 1);
+        let p = b.allow().unwrap();
+        assert_eq!(b.record(p, Outcome::Failure), Ok(Effect::Counted));
+        let b1 = b.clone();
+        let fast = thread::spawn(move || binding_call(&b1, Outcome::Success));
+        let b2 = b.clone();
+        let slow = thread::spawn(move || {
+            let p = b2.allow().unwrap();
+            b2.record(p, Outcome::Failure).unwrap()
+        });
+        let success = fast.join().unwrap();
+        assert_eq!(slow.join().unwrap(), Effect::Counted);
+        let snap = b.snapshot();
+        match success {
+            Via::Word => panic!("a failure was pending: the word cannot vouch for a success"),
+            Via::Library(Effect::Counted) if snap.state == State::Closed => assert_eq!(snap.failures, 1),
+            Via::Library(Effect::Stale) | Via::Refused => {
+                assert_eq!(snap.state, State::Open);
+                assert_eq!(reasons(&b), vec![Reason::Tripped]);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    });
+}
+
+#[test]
+fn binding_fast_success_never_hides_a_trip() {
+    // A clean closed breaker: a binding's success on the word races a library failure that
+    // trips it (threshold 1). The trip always stands, and a success that reached the library
+    // after the failure's count is stale, never counted beside a trip it did not prevent.
+    model(|| {
+        let (b, _clock) = breaker(1, 1, 1);
+        let b1 = b.clone();
+        let fast = thread::spawn(move || binding_call(&b1, Outcome::Success));
+        let b2 = b.clone();
+        let slow = thread::spawn(move || {
+            let p = b2.allow().unwrap();
+            b2.record(p, Outcome::Failure).unwrap()
+        });
+        let success = fast.join().unwrap();
+        assert_eq!(slow.join().unwrap(), Effect::Counted);
+        assert_eq!(b.snapshot().state, State::Open);
+        assert_eq!(reasons(&b), vec![Reason::Tripped]);
+        assert!(
+            matches!(success, Via::Word | Via::Refused | Via::Library(Effect::Stale)),
+            "{success:?}"
+        );
     });
 }

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::refusal::Locked;
 use super::word::word_episode;
 use super::{Breaker, Inner, Reason, State};
 use crate::clock::Instant;
-use crate::sync::MutexGuard;
 
 /// How many state changes a breaker keeps for [`Breaker::drain_events`] before dropping the
 /// oldest.
@@ -82,7 +82,9 @@ impl Breaker {
         } else {
             word_episode(change.from)
         };
+        self.seq_begin(inner);
         self.store_state(change.from, change.to, episode);
+        inner.open = matches!(change.to, State::Open | State::HalfOpen);
         self.count_transition(change.reason);
         let ev = StateChange {
             at: change.at,
@@ -106,7 +108,7 @@ impl Breaker {
     /// Releases the lock, then hands the changes it made to the listener: a listener that calls
     /// back into the breaker must find it unlocked.
     /// A fleet link's waker, if an op was pushed, is called the same way.
-    pub(super) fn finish(&self, mut inner: MutexGuard<'_, Inner>) {
+    pub(super) fn finish(&self, mut inner: Locked<'_>) {
         let wake = inner.fleet_take_wake();
         if inner.pending.is_empty() {
             drop(inner);
@@ -131,14 +133,19 @@ impl Breaker {
     /// Takes the state changes queued since the last call (at most [`EVENT_QUEUE_CAPACITY`]; the
     /// snapshot counts any dropped). Bindings that cannot be called back from Rust poll this.
     pub fn drain_events(&self) -> Vec<StateChange> {
-        self.lock().events.drain(..).collect()
+        self.peek()
+            .as_deref_mut()
+            .map_or_else(Vec::new, |i| i.events.drain(..).collect())
     }
 
     /// Takes at most `max` of the oldest queued state changes, leaving the rest queued: for
     /// bindings that drain into a caller's fixed-size buffer (the C ABI; see
     /// [`crate::interop::drain_events_up_to`]).
     pub(crate) fn drain_events_up_to(&self, max: usize) -> Vec<StateChange> {
-        let mut inner = self.lock();
+        let mut guard = self.peek();
+        let Some(inner) = guard.as_deref_mut() else {
+            return Vec::new();
+        };
         let n = max.min(inner.events.len());
         inner.events.drain(..n).collect()
     }
@@ -147,7 +154,16 @@ impl Breaker {
     /// back into the breaker without deadlock). `None` removes it. A listener that calls back
     /// should hold a `Weak` of the breaker: an `Arc` would be a reference cycle, never freed.
     pub fn set_listener(&self, listener: Option<Listener>) {
-        self.lock().listener = listener;
+        let mut guard = self.peek();
+        match guard.as_deref_mut() {
+            Some(inner) => inner.listener = listener,
+            // Removing a listener from a breaker that never had one makes nothing.
+            None if listener.is_none() => {}
+            None => {
+                drop(guard);
+                self.lock().listener = listener;
+            }
+        }
     }
 }
 

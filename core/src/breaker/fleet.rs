@@ -73,6 +73,11 @@ fn ceil_ms(d: Duration) -> u64 {
 }
 
 impl FleetLink {
+    /// Whether the link is attached: refusals then mark demand, under the lock.
+    pub(super) fn is_attached(&self) -> bool {
+        self.attached
+    }
+
     fn live_grant(&mut self, t: Instant) -> bool {
         if self.grants > 0 && t >= self.grant_until {
             self.grants = 0;

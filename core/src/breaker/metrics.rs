@@ -88,6 +88,7 @@ impl Breaker {
     /// Starts counting for the metric model, if it has not started.
     pub(crate) fn enable_metrics(&self) {
         self.counts.enable();
+        self.word_counting();
     }
 
     /// Appends this breaker's series to `out` (docs/metrics.md): the state gauge (one sample per
@@ -96,6 +97,7 @@ impl Breaker {
     /// call made before it is not counted); later calls only read. No clock is read.
     pub fn metrics(&self, out: &mut Vec<Sample>) {
         let c = self.counts.enable();
+        self.word_counting();
         let state = state_index(State::from_bits(self.word.load(Ordering::Acquire)));
         for s in 0..5 {
             out.push(Sample::of(

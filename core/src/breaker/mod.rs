@@ -41,21 +41,32 @@
 //!
 //! # Cost
 //! While closed under [`TripPolicy::ConsecutiveFailures`], [`Breaker::allow`] and recording a
-//! success are one atomic load each: no lock, no clock reading, no allocation. Everything else
+//! success are one atomic load each: no lock, no clock reading, no allocation. A refusal while
+//! forced open reads the word alone; a refusal while open, before the next probe is due, reads
+//! the word, the published refusal deadline and the clock once (`refusal.rs`). Everything else
 //! takes a mutex and at most one clock reading.
+//!
+//! # Memory
+//! A breaker holds inline only what the lock-free paths read (the word, the refusal deadline,
+//! the refusal count), its clock and a shared configuration. The state the locked paths keep
+//! (probe windows and probes, the trip window, events, the listener, the fleet link, counters)
+//! is one block allocated the first time the lock is taken for a change (a failure, a trip, an
+//! operator's act, a snapshot): an idle closed breaker never allocates it.
 //!
 //! # Layout
 //! This file holds the contract and the public types. The breaker's parts, one concept a file:
 //! `word.rs`, the packed state word and the lock-free closed path; `probes.rs`, opening an
 //! episode, admission while open, probe windows and the ramp; `permit.rs`, the permits;
 //! `events.rs`, state changes, their queue and the listener; `fleet.rs`, the link to a fleet
-//! (docs/fleet.md), consulted only under the lock.
+//! (docs/fleet.md), consulted only under the lock; `refusal.rs`, the lock guard that publishes
+//! what a refusal needs, and the lock-free refusal.
 
 mod events;
 pub(crate) mod fleet;
 mod metrics;
 pub(crate) mod permit;
 mod probes;
+mod refusal;
 mod word;
 
 use std::collections::VecDeque;
@@ -66,15 +77,19 @@ use std::time::Duration;
 
 pub use events::{Listener, StateChange, EVENT_QUEUE_CAPACITY};
 pub use permit::Permit;
+pub use word::{
+    fast_admit, fast_success, FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_TIMED, FAST_PATH_VERSION,
+};
 
 use crate::backoff::{Backoff, Prng};
 use crate::clock::{Clock, Instant, LazyNow};
 use crate::error::{ConfigError, PermitError};
-use crate::sync::{AtomicU64, Mutex, MutexGuard};
+use crate::sync::{AtomicU64, Mutex};
 use crate::trip::{TripPolicy, TripWindow};
 use events::Transition;
 use probes::InFlight;
-use word::{pack, word_episode, word_failures};
+use refusal::SeqCounter;
+use word::{word_episode, word_failures};
 
 /// Upper bound on [`BreakerConfig::recoveries`] and [`BreakerConfig::max_probes_in_flight`].
 pub const MAX_PROBES: u32 = 1000;
@@ -303,7 +318,6 @@ struct Inner {
     opens: u64,
     closes: u64,
     probes_admitted: u64,
-    refusals: u64,
     stale: u64,
     events: VecDeque<StateChange>,
     events_dropped: u64,
@@ -312,6 +326,11 @@ struct Inner {
     // The link to a fleet, when one is attached (breaker/fleet.rs); consulted only under the
     // lock, never by the closed fast path.
     fleet: Option<Box<fleet::FleetLink>>,
+    // The lock holder's copies of what it publishes (refusal.rs): whether the word is open or
+    // half-open, the last refusal deadline stored and the sequence counter's last value.
+    open: bool,
+    published: u64,
+    seq: u32,
 }
 
 impl Inner {
@@ -328,13 +347,24 @@ impl Inner {
 /// A circuit breaker for one upstream. `Send + Sync`: share it (behind an `Arc`) between every
 /// thread that calls that upstream.
 pub struct Breaker {
-    id: u32,
     word: AtomicU64,
-    config: BreakerConfig,
-    timed: bool,
-    threshold: u64,
+    // Nanoseconds on this breaker's clock before which an open or half-open breaker refuses
+    // every call with the time left until then; 0 when a refusal needs the lock. Written when
+    // the lock is released (refusal.rs), read by the lock-free refusal.
+    refuse_until: AtomicU64,
+    // Admissions refused, counted without the lock.
+    refusals: AtomicU64,
+    // Odd while a lock holder may be changing the word or the refusal deadline: the lock-free
+    // refusal trusts the pair only when it read the same even value before and after them.
+    seq: SeqCounter,
+    id: u32,
     clock: Arc<dyn Clock>,
-    inner: Mutex<Inner>,
+    // Shared by every breaker of a group; `seed` is this breaker's own jitter seed.
+    config: Arc<BreakerConfig>,
+    seed: u64,
+    // Made the first time the lock is taken for a change; `None` while the breaker has only
+    // been closed (refusal.rs).
+    inner: Mutex<Option<Box<Inner>>>,
     // Allocated on the first read of this breaker's metrics; one pointer until then.
     counts: metrics::BreakerCounts,
 }
@@ -351,49 +381,51 @@ impl std::fmt::Debug for Breaker {
 impl Breaker {
     /// A closed breaker. Fails with [`ConfigError`] naming the first invalid field.
     pub fn new(config: BreakerConfig, clock: Arc<dyn Clock>) -> Result<Breaker, ConfigError> {
+        let seed = config.seed;
+        Breaker::with_shared_config(Arc::new(config), seed, clock)
+    }
+
+    /// A closed breaker on a configuration shared with other breakers (a group shares its
+    /// template), seeding its jitter with `seed` instead of `config.seed`. Fails with
+    /// [`ConfigError`] naming the first invalid field.
+    pub fn with_shared_config(
+        config: Arc<BreakerConfig>,
+        seed: u64,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Breaker, ConfigError> {
         config.validate()?;
-        let threshold = match config.trip {
-            TripPolicy::ConsecutiveFailures { threshold } => u64::from(threshold),
-            _ => u64::MAX,
-        };
         Ok(Breaker {
+            word: AtomicU64::new(word::initial_word(config.trip.is_timed())),
+            refuse_until: AtomicU64::new(0),
+            refusals: AtomicU64::new(0),
+            seq: SeqCounter::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed).max(1),
-            word: AtomicU64::new(pack(State::Closed, 0, 0)),
-            timed: config.trip.is_timed(),
-            threshold,
-            inner: Mutex::new(Inner {
-                window: TripWindow::new(&config.trip),
-                eligible_at: Instant::ZERO,
-                probe_window: 0,
-                window_admitted: 0,
-                armed_at: None,
-                interval: config.open_interval.initial,
-                hold_until: Instant::ZERO,
-                step: 0,
-                recoveries: 0,
-                probes: Vec::with_capacity(config.max_probes_in_flight as usize),
-                next_probe: 1,
-                rng: Prng::new(config.seed),
-                opens: 0,
-                closes: 0,
-                probes_admitted: 0,
-                refusals: 0,
-                stale: 0,
-                events: VecDeque::new(),
-                events_dropped: 0,
-                listener: None,
-                pending: Vec::new(),
-                fleet: None,
-            }),
-            config,
             clock,
+            config,
+            seed,
+            inner: Mutex::new(None),
             counts: metrics::BreakerCounts::new(),
         })
     }
 
-    /// The configuration this breaker was built with.
+    /// The configuration this breaker was built with. For a breaker of a
+    /// [`BreakerGroup`](crate::BreakerGroup), the group's template: its jitter seed is the
+    /// template's mixed with the key.
     pub fn config(&self) -> &BreakerConfig {
         &self.config
+    }
+
+    /// Whether the trip policy counts over a time window (every outcome reads the clock).
+    fn timed(&self) -> bool {
+        self.config.trip.is_timed()
+    }
+
+    /// Consecutive failures that trip the breaker (`u64::MAX` for a timed policy).
+    fn threshold(&self) -> u64 {
+        match self.config.trip {
+            TripPolicy::ConsecutiveFailures { threshold } => u64::from(threshold),
+            _ => u64::MAX,
+        }
     }
 
     /// The clock this breaker reads.
@@ -414,8 +446,12 @@ impl Breaker {
         if State::from_bits(w) != State::Closed {
             return false;
         }
-        if self.timed {
-            self.lock().window.failures(None) == 0
+        if self.timed() {
+            // Read without making the locked state: a breaker that never took the lock for a
+            // change has counted nothing.
+            self.peek()
+                .as_deref()
+                .map_or(true, |i| i.window.failures(None) == 0)
         } else {
             word_failures(w) == 0
         }
@@ -515,19 +551,19 @@ impl Breaker {
     /// Time until a call could be admitted at the caller's reading: zero while closed or
     /// disabled, `None` while forced open.
     pub(crate) fn wait_at(&self, now: &LazyNow<'_>) -> Option<Duration> {
+        // Closed, disabled and forced open are read on the word alone; only the lock holder
+        // changes the state, so the answer is the one the lock would give at this load.
+        match State::from_bits(self.word.load(Ordering::Acquire)) {
+            State::Closed | State::Disabled => return Some(Duration::ZERO),
+            State::ForcedOpen => return None,
+            State::Open | State::HalfOpen => {}
+        }
         let inner = self.lock();
         match State::from_bits(self.word.load(Ordering::Acquire)) {
             State::Closed | State::Disabled => Some(Duration::ZERO),
             State::ForcedOpen => None,
             State::Open | State::HalfOpen => Some(self.next_probe_in(&inner, now.get())),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        // A panic while holding the lock cannot leave Inner half-updated in a way that breaks
-        // an invariant worse than the panic itself; keep serving rather than poisoning every
-        // caller of a shared breaker.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Opens the breaker until [`Breaker::reset`], refusing every call with no retry time. Starts
@@ -570,13 +606,23 @@ impl Breaker {
     /// Reads the clock once.
     pub fn snapshot(&self) -> Snapshot {
         let now = LazyNow::new(&*self.clock);
-        let inner = self.lock();
+        let guard = self.peek();
+        // A breaker that never took the lock for a change is in its initial state: read that
+        // rather than making the locked state for a read.
+        let fresh;
+        let inner = match guard.as_deref() {
+            Some(inner) => inner,
+            None => {
+                fresh = Inner::new(&self.config, self.seed);
+                &fresh
+            }
+        };
         let w = self.word.load(Ordering::Acquire);
         let state = State::from_bits(w);
         let t = now.get();
         let open = matches!(state, State::Open | State::HalfOpen);
-        let retry_after = open.then(|| self.next_probe_in(&inner, t));
-        let failures = if self.timed {
+        let retry_after = open.then(|| self.next_probe_in(inner, t));
+        let failures = if self.timed() {
             inner.window.failures(Some(t))
         } else {
             word_failures(w)
@@ -601,7 +647,7 @@ impl Breaker {
             opens: inner.opens,
             closes: inner.closes,
             probes: inner.probes_admitted,
-            refusals: inner.refusals,
+            refusals: self.refusals.load(Ordering::Relaxed),
             stale_answers: inner.stale,
             events_dropped: inner.events_dropped,
         }

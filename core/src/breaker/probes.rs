@@ -30,7 +30,7 @@ impl InFlight {
         t.saturating_since(self.admitted) < self.timeout
     }
 
-    fn deadline(&self) -> Instant {
+    pub(super) fn deadline(&self) -> Instant {
         self.admitted.saturating_add(self.timeout)
     }
 }
@@ -52,12 +52,16 @@ impl Inner {
 
 impl Breaker {
     /// Admission when the fast path could not admit: a probe if one is due, else a refusal with
-    /// the time until the next. Takes the lock and reads the clock at most once (`now`, or this
-    /// breaker's clock when `None`).
+    /// the time until the next. Refuses without the lock when it can (refusal.rs), else takes
+    /// the lock; reads the clock at most once either way (`now`, or this breaker's clock when
+    /// `None`).
     #[cold]
     pub(super) fn allow_slow(&self, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
         let own = LazyNow::new(&*self.clock);
         let now = now.unwrap_or(&own);
+        if let Some(refusal) = self.refuse_fast(now) {
+            return Err(refusal);
+        }
         let mut inner = self.lock();
         let w = self.word.load(Ordering::Acquire);
         let state = State::from_bits(w);
@@ -69,7 +73,7 @@ impl Breaker {
                 probe: 0,
             }),
             State::ForcedOpen => {
-                inner.refusals += 1;
+                self.count_refusal();
                 Err(Refusal {
                     retry_after: None,
                     state,
@@ -114,7 +118,7 @@ impl Breaker {
                         probe: id,
                     })
                 } else {
-                    inner.refusals += 1;
+                    self.count_refusal();
                     inner.fleet_demand();
                     Err(Refusal {
                         retry_after: Some(self.next_probe_in(&inner, t)),

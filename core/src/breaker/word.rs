@@ -1,21 +1,66 @@
-//! The packed state word: state, consecutive failures and episode in one atomic, so that a closed
-//! breaker admits a call and forgets its failures on a success with one atomic load each (no
-//! lock, no clock reading). Everything else that counts toward a trip while closed (or disabled)
-//! runs under the lock and writes the count back into this word with a compare-and-swap, since
-//! the fast path may clear it at any moment.
+//! The packed state word: state, two flags, consecutive failures and episode in one atomic, so
+//! that a closed breaker admits a call and forgets its failures on a success with one atomic load
+//! each (no lock, no clock reading). Everything else that counts toward a trip while closed (or
+//! disabled) runs under the lock and writes the count back into this word with a
+//! compare-and-swap, since the fast path may clear it at any moment.
+//!
+//! The layout is part of the C ABI (version [`FAST_PATH_VERSION`], docs/ffi.md "The fast-path
+//! word"): a binding reads the word atomically from the address [`Breaker::fast_path_word`]
+//! gives and admits or recognises a clean success without calling into the library, with the
+//! two checks [`fast_admit`] and [`fast_success`]. Every write to the word is a read-modify-write
+//! that keeps the flags, so a binding never sees a flag cleared.
 
 use std::sync::atomic::Ordering;
+
+use crate::sync::AtomicU64;
 
 use super::{Breaker, Effect, Inner, Outcome, Permit, State};
 use crate::clock::LazyNow;
 
-// State in bits 0..3, consecutive failures in bits 3..32, episode in 32..64.
-const STATE_MASK: u64 = 0b111;
-const FAIL_SHIFT: u32 = 3;
-const FAIL_MASK: u64 = (1 << 29) - 1;
+/// Version of the word's layout below; bumped whenever a bit changes meaning.
+pub const FAST_PATH_VERSION: u32 = 1;
+/// Bits 0..3: the state (0 closed, 1 open, 2 half-open, 3 forced open, 4 disabled).
+pub const FAST_PATH_STATE_MASK: u64 = 0b111;
+/// Bit 3: the breaker's metrics are counting, so every admission and outcome goes through the
+/// library to be counted.
+pub const FAST_PATH_COUNTING: u64 = 1 << 3;
+/// Bit 4: the trip policy counts over a time window, so every outcome goes through the library
+/// (it reads the clock).
+pub const FAST_PATH_TIMED: u64 = 1 << 4;
+/// Bits 5..32: consecutive failures counted toward a trip (consecutive policy, while closed).
+const FAIL_SHIFT: u32 = 5;
+const FAIL_MASK: u64 = (1 << 27) - 1;
+const FLAGS: u64 = FAST_PATH_COUNTING | FAST_PATH_TIMED;
+// Bits 32..64: the episode, raised by every trip.
+const STATE_MASK: u64 = FAST_PATH_STATE_MASK;
+
+/// A binding's admission on the word alone: `Some(episode)` (the permit's episode, not a probe)
+/// when the breaker is closed and not counting metrics, else `None` (call the library).
+#[inline]
+pub fn fast_admit(word: u64) -> Option<u32> {
+    (word & (STATE_MASK | FAST_PATH_COUNTING) == 0).then_some((word >> 32) as u32)
+}
+
+/// A binding's success on the word alone: true when the permit admitted under `episode` (not a
+/// probe) can be recorded as a success without calling the library, because the breaker is
+/// still closed in that episode with no failures pending and neither flag set: recording it
+/// would change nothing. False: call the library.
+#[inline]
+pub fn fast_success(word: u64, episode: u32) -> bool {
+    word == u64::from(episode) << 32
+}
 
 pub(super) fn pack(state: State, failures: u64, episode: u32) -> u64 {
     (state as u64) | ((failures & FAIL_MASK) << FAIL_SHIFT) | ((episode as u64) << 32)
+}
+
+fn flags(w: u64) -> u64 {
+    w & FLAGS
+}
+
+/// The initial word of a breaker: closed, episode 0, `TIMED` set for a window policy.
+pub(super) fn initial_word(timed: bool) -> u64 {
+    pack(State::Closed, 0, 0) | if timed { FAST_PATH_TIMED } else { 0 }
 }
 
 pub(super) fn word_failures(w: u64) -> u64 {
@@ -39,6 +84,18 @@ impl State {
 }
 
 impl Breaker {
+    /// The fast-path word, for bindings that read it in place (docs/ffi.md "The fast-path word").
+    /// Its address is fixed for the breaker's life.
+    pub fn fast_path_word(&self) -> &AtomicU64 {
+        &self.word
+    }
+
+    /// Sets the counting flag, so bindings stop admitting and recording on the word and every
+    /// call is counted.
+    pub(super) fn word_counting(&self) {
+        self.word.fetch_or(FAST_PATH_COUNTING, Ordering::AcqRel);
+    }
+
     /// `allow`'s closed arm: while closed or disabled, a call is admitted on one atomic load.
     /// `None` when admission needs the lock (open, half-open, forced open).
     #[inline]
@@ -58,9 +115,13 @@ impl Breaker {
     /// (and a compare-and-swap only when there were failures to forget). True when done.
     #[inline]
     pub(super) fn record_fast(&self, permit: &Permit, outcome: Outcome) -> bool {
-        if matches!(outcome, Outcome::Success | Outcome::Answer) && !self.timed {
+        if matches!(outcome, Outcome::Success | Outcome::Answer) {
             let w = self.word.load(Ordering::Acquire);
-            if State::from_bits(w) == State::Closed && word_episode(w) == permit.episode && permit.probe == 0
+            // Closed (state bits zero) and not timed: the flag is set for a window policy at
+            // construction and never cleared.
+            if w & (STATE_MASK | FAST_PATH_TIMED) == 0
+                && word_episode(w) == permit.episode
+                && permit.probe == 0
             {
                 return word_failures(w) == 0 || self.reset_failures(w, permit.episode);
             }
@@ -70,11 +131,19 @@ impl Breaker {
 
     #[cold]
     fn reset_failures(&self, mut w: u64, episode: u32) -> bool {
+        let threshold = self.threshold();
         loop {
-            if State::from_bits(w) != State::Closed || word_episode(w) != episode {
+            // A closed word holding `threshold` failures is a trip in progress: the failure that
+            // reached it wrote the count under the lock and is about to open the breaker. A
+            // success must not clear it and call itself counted while the trip goes ahead; it
+            // waits for the lock instead and finds the breaker open (stale).
+            if State::from_bits(w) != State::Closed
+                || word_episode(w) != episode
+                || word_failures(w) >= threshold
+            {
                 return false;
             }
-            let new = pack(State::Closed, 0, episode);
+            let new = pack(State::Closed, 0, episode) | flags(w);
             match self
                 .word
                 .compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Acquire)
@@ -109,7 +178,7 @@ impl Breaker {
             }
         }
         let failure = outcome.is_failure();
-        if self.timed {
+        if self.timed() {
             let t = now.get();
             if inner.window.record(t, failure) {
                 self.trip(inner, w, t, None);
@@ -125,17 +194,17 @@ impl Breaker {
                 return Effect::Stale;
             }
             let failures = if failure {
-                (word_failures(w) + 1).min(self.threshold)
+                (word_failures(w) + 1).min(self.threshold())
             } else {
                 0
             };
-            let new = pack(State::Closed, failures, episode);
+            let new = pack(State::Closed, failures, episode) | flags(w);
             match self
                 .word
                 .compare_exchange_weak(w, new, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
-                    if failure && failures >= self.threshold {
+                    if failure && failures >= self.threshold() {
                         self.trip(inner, new, now.get(), None);
                     }
                     return Effect::Counted;
@@ -160,7 +229,7 @@ impl Breaker {
             return Effect::Stale;
         }
         let failure = outcome.is_failure();
-        if self.timed {
+        if self.timed() {
             inner.window.record(now.get(), failure);
         } else {
             let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
@@ -169,7 +238,7 @@ impl Breaker {
                 } else {
                     0
                 };
-                Some(pack(State::from_bits(w), f, word_episode(w)))
+                Some(pack(State::from_bits(w), f, word_episode(w)) | flags(w))
             });
         }
         Effect::Counted
@@ -180,15 +249,20 @@ impl Breaker {
     pub(super) fn store_state(&self, old: u64, to: State, episode: u32) {
         let new = pack(to, 0, episode);
         // Only the lock holder changes state; the fast path only clears the failure count of a
-        // closed word, which every store here overwrites on purpose. A swap rather than a plain
-        // store: every write to the word is then a read-modify-write, so the fast path's CAS and
-        // this write are ordered for loom as they are for the hardware (loom models a plain
+        // closed word, which every store here overwrites on purpose, and the flags, which it
+        // keeps. A read-modify-write rather than a plain store: the fast path's CAS and this
+        // write are then ordered for loom as they are for the hardware (loom models a plain
         // store racing a CAS as unordered and would report a trip undone by a stale reset: see
         // tests/loom.rs). Off the fast path, so the cost does not matter.
-        let prev = self.word.swap(new, Ordering::AcqRel);
+        let prev = match self
+            .word
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| Some(new | flags(p)))
+        {
+            Ok(p) | Err(p) => p,
+        };
         debug_assert_eq!(
-            prev & !(FAIL_MASK << FAIL_SHIFT),
-            old & !(FAIL_MASK << FAIL_SHIFT),
+            prev & !(FAIL_MASK << FAIL_SHIFT) & !FLAGS,
+            old & !(FAIL_MASK << FAIL_SHIFT) & !FLAGS,
             "the breaker word changed state under the lock"
         );
     }
@@ -198,6 +272,56 @@ impl Breaker {
 mod tests {
     use crate::breaker::tests::incident_one;
     use crate::breaker::Outcome;
+
+    #[test]
+    fn binding_checks_follow_the_layout() {
+        use crate::breaker::{fast_admit, fast_success, FAST_PATH_COUNTING};
+        let (b, clock) = incident_one();
+        let word = || b.fast_path_word().load(std::sync::atomic::Ordering::Acquire);
+        assert_eq!(word(), 0, "closed, episode 0, no flags, no failures");
+        assert_eq!(fast_admit(word()), Some(0));
+        assert!(fast_success(word(), 0));
+        let p = b.allow().unwrap();
+        b.record(p, Outcome::Failure).unwrap();
+        assert_eq!(word(), 1 << 5, "one failure in bits 5..32");
+        assert_eq!(fast_admit(word()), Some(0), "pending failures still admit");
+        assert!(!fast_success(word(), 0), "but a success must reach the library");
+        for _ in 0..4 {
+            let p = b.allow().unwrap();
+            b.record(p, Outcome::Failure).unwrap();
+        }
+        assert_eq!(word(), (1 << 32) | 1, "open in episode 1");
+        assert_eq!(fast_admit(word()), None);
+        assert!(!fast_success(word(), 0));
+        b.metrics(&mut Vec::new());
+        assert_eq!(word(), (1 << 32) | 1 | FAST_PATH_COUNTING);
+        b.reset();
+        assert_eq!(word(), (2 << 32) | FAST_PATH_COUNTING, "reset keeps the flag");
+        assert_eq!(fast_admit(word()), None, "counting: every admission is counted");
+        let _ = clock;
+    }
+
+    #[test]
+    fn timed_policy_sets_its_flag() {
+        use crate::breaker::{fast_admit, fast_success, Breaker, BreakerConfig, FAST_PATH_TIMED};
+        use crate::{ManualClock, TripPolicy};
+        use std::time::Duration;
+        let b = Breaker::new(
+            BreakerConfig {
+                trip: TripPolicy::FailuresInWindow {
+                    threshold: 3,
+                    window: Duration::from_secs(10),
+                },
+                ..BreakerConfig::default()
+            },
+            std::sync::Arc::new(ManualClock::new()),
+        )
+        .unwrap();
+        let w = b.fast_path_word().load(std::sync::atomic::Ordering::Acquire);
+        assert_eq!(w, FAST_PATH_TIMED);
+        assert_eq!(fast_admit(w), Some(0), "admission needs no clock");
+        assert!(!fast_success(w, 0), "an outcome does");
+    }
 
     #[test]
     fn closed_fast_path_reads_no_clock() {

@@ -1,0 +1,302 @@
+//! The lock and the lock-free refusal.
+//!
+//! Every change to a breaker's state is made under its mutex, through [`Locked`], which makes the
+//! locked state on first use and, when released, publishes what a refusal needs: the instant
+//! before which an open or half-open breaker refuses every call (`refuse_until`). A refusal then
+//! reads the word, that instant and the clock once, and counts itself in an atomic: no lock.
+//!
+//! The word and `refuse_until` are read as a pair with a sequence counter (a seqlock): the lock
+//! holder makes `seq` odd before it writes either (a change of state, a new deadline) and even
+//! again, after publishing, when it releases the lock; a section that changes neither leaves it
+//! alone. A reader trusts the pair only when it read the same even value before and after it.
+//! Every write to the word or to `refuse_until` is a release and every read here an acquire (or
+//! stronger), so a reader that saw any of a lock holder's writes sees its odd `seq` afterwards.
+//! `seq` and `refuse_until` are accessed `SeqCst`, more than that argument needs: on x86 and
+//! ARMv8 the loads cost what acquire loads cost and the stores happen only on a change, and loom
+//! then explores only the orders that matter (with acquire/release it tries every stale value of
+//! both on every read, about a thousand times as many executions).
+//! A reader that cannot trust the pair, or whose reading is at or past the instant (a probe may
+//! be due), takes the lock as before.
+
+use std::collections::VecDeque;
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::Ordering;
+
+#[cfg(not(loom))]
+pub(super) use std::sync::atomic::AtomicU32 as SeqCounter;
+
+#[cfg(loom)]
+pub(super) use loom::sync::atomic::AtomicU32 as SeqCounter;
+
+use super::word::word_episode;
+use super::{Breaker, BreakerConfig, Inner, Refusal, State};
+use crate::backoff::Prng;
+use crate::clock::{Instant, LazyNow};
+use crate::sync::MutexGuard;
+use crate::trip::TripWindow;
+
+/// The breaker's lock, held for a change: derefs to the locked state, made on first use.
+/// Dropping it publishes the refusal deadline and ends the sequence counter's odd stretch.
+pub(super) struct Locked<'a> {
+    breaker: &'a Breaker,
+    guard: MutexGuard<'a, Option<Box<Inner>>>,
+}
+
+impl Deref for Locked<'_> {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        match self.guard.as_deref() {
+            Some(inner) => inner,
+            // `Breaker::lock` makes the state before it hands out the guard.
+            None => unreachable!("the locked state is made before the guard is handed out"),
+        }
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        match self.guard.as_deref_mut() {
+            Some(inner) => inner,
+            None => unreachable!("the locked state is made before the guard is handed out"),
+        }
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        let b = self.breaker;
+        let Some(inner) = self.guard.as_deref_mut() else {
+            return;
+        };
+        let until = refusal_deadline(inner);
+        if until != inner.published {
+            b.seq_begin(inner);
+            inner.published = until;
+            b.refuse_until.store(until, Ordering::SeqCst);
+        }
+        // Even again, if this section made it odd.
+        if inner.seq & 1 != 0 {
+            inner.seq = inner.seq.wrapping_add(1);
+            b.seq.store(inner.seq, Ordering::SeqCst);
+        }
+    }
+}
+
+/// The instant (nanoseconds) before which `allow` refuses with the time left until it, or 0 when
+/// a refusal needs the lock. Computed under the lock from the state it leaves.
+///
+/// Before `eligible_at` no probe is admitted, and the wait `next_probe_in` reports is the time
+/// until `eligible_at` unless a probe in flight holds its slot past it: so the deadline is
+/// `eligible_at` when no probe's deadline is later, else 0. An attached fleet link marks demand
+/// on every refusal, which needs the lock: 0.
+fn refusal_deadline(inner: &Inner) -> u64 {
+    let eligible = inner.eligible_at;
+    if !inner.open
+        || inner.fleet.as_deref().is_some_and(|l| l.is_attached())
+        || inner.probes.iter().any(|p| p.deadline() > eligible)
+    {
+        return 0;
+    }
+    eligible.as_nanos()
+}
+
+impl Inner {
+    /// The locked state of a breaker that has only been closed so far: what `Breaker::new`
+    /// would have built, made the first time the lock is taken for a change.
+    pub(super) fn new(config: &BreakerConfig, seed: u64) -> Inner {
+        Inner {
+            window: TripWindow::new(&config.trip),
+            eligible_at: Instant::ZERO,
+            probe_window: 0,
+            window_admitted: 0,
+            armed_at: None,
+            interval: config.open_interval.initial,
+            hold_until: Instant::ZERO,
+            step: 0,
+            recoveries: 0,
+            probes: Vec::new(),
+            next_probe: 1,
+            rng: Prng::new(seed),
+            opens: 0,
+            closes: 0,
+            probes_admitted: 0,
+            stale: 0,
+            events: VecDeque::new(),
+            events_dropped: 0,
+            listener: None,
+            pending: Vec::new(),
+            fleet: None,
+            open: false,
+            published: 0,
+            seq: 0,
+        }
+    }
+}
+
+impl Breaker {
+    /// Takes the lock for a change, making the locked state if this is the first time.
+    pub(super) fn lock(&self) -> Locked<'_> {
+        // A panic while holding the lock cannot leave Inner half-updated in a way that breaks
+        // an invariant worse than the panic itself; keep serving rather than poisoning every
+        // caller of a shared breaker.
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        guard.get_or_insert_with(|| Box::new(Inner::new(&self.config, self.seed)));
+        Locked { breaker: self, guard }
+    }
+
+    /// Makes the sequence counter odd, if this lock section has not already: called before the
+    /// lock holder writes what a refusal reads (the word's state, `refuse_until`). Only the lock
+    /// holder writes `seq`, so it keeps its value in `Inner`: no load, no read-modify-write.
+    pub(super) fn seq_begin(&self, inner: &mut Inner) {
+        if inner.seq & 1 == 0 {
+            inner.seq = inner.seq.wrapping_add(1);
+            self.seq.store(inner.seq, Ordering::SeqCst);
+        }
+    }
+
+    /// Takes the lock to read (or to change what no refusal reads) without making the locked
+    /// state: `None` while the breaker has only been closed.
+    pub(super) fn peek(&self) -> MutexGuard<'_, Option<Box<Inner>>> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A refusal without the lock: forced open on the word alone; open or half-open when the
+    /// word and the published deadline agree and `now` is before it. `None`: take the lock.
+    #[inline]
+    pub(super) fn refuse_fast(&self, now: &LazyNow<'_>) -> Option<Refusal> {
+        let s = self.seq.load(Ordering::SeqCst);
+        let w = self.word.load(Ordering::Acquire);
+        let state = State::from_bits(w);
+        let retry_after = match state {
+            State::ForcedOpen => None,
+            State::Open | State::HalfOpen => {
+                let until = self.refuse_until.load(Ordering::SeqCst);
+                if s & 1 != 0 || until == 0 || self.seq.load(Ordering::SeqCst) != s {
+                    return None;
+                }
+                let t = now.get();
+                if t.as_nanos() >= until {
+                    return None;
+                }
+                Some(Instant::from_nanos(until).saturating_since(t))
+            }
+            State::Closed | State::Disabled => return None,
+        };
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+        Some(Refusal {
+            retry_after,
+            state,
+            episode: word_episode(w),
+        })
+    }
+
+    /// Counts a refusal decided under the lock.
+    pub(super) fn count_refusal(&self) {
+        self.refusals.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use crate::breaker::tests::{fail, incident_one};
+    use crate::breaker::{Breaker, BreakerConfig, Outcome, State};
+    use crate::clock::{Instant, ManualClock};
+
+    #[test]
+    fn an_idle_closed_breaker_has_no_locked_state() {
+        let (b, _) = incident_one();
+        for _ in 0..3 {
+            let p = b.allow().unwrap();
+            b.record(p, Outcome::Success).unwrap();
+        }
+        assert!(b.peek().is_none());
+        assert!(b.drain_events().is_empty());
+        assert!(b.peek().is_none(), "draining an empty queue makes nothing");
+        let p = b.allow().unwrap();
+        b.record(p, Outcome::Failure).unwrap();
+        assert!(b.peek().is_some(), "a failure takes the lock and makes the state");
+    }
+
+    // What a closed, idle breaker holds (the configuration and the clock are shared): the word,
+    // the refusal deadline and count, the lock's sequence, its id, clock, configuration and seed,
+    // the lock with its lazily made state (16 bytes), and the lazily made metrics block (a
+    // `OnceLock`, 16 bytes).
+    #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
+    #[test]
+    fn an_idle_breaker_is_ninety_six_bytes() {
+        assert_eq!(std::mem::size_of::<Breaker>(), 96);
+    }
+
+    #[test]
+    fn open_refusals_read_the_published_deadline() {
+        let (b, clock) = incident_one();
+        fail(&b, 5);
+        assert_eq!(
+            b.refuse_until.load(std::sync::atomic::Ordering::Acquire),
+            60_000_000_000
+        );
+        clock.set(Instant::from_millis(59_000)).unwrap();
+        let reads = clock.reads();
+        let r = b.allow().unwrap_err();
+        assert_eq!(clock.reads(), reads + 1, "one clock reading");
+        assert_eq!(
+            (r.retry_after, r.state, r.episode),
+            (Some(Duration::from_secs(1)), State::Open, 1)
+        );
+        assert_eq!(b.snapshot().refusals, 1);
+        // At the deadline the lock decides: a probe is due.
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let p = b.allow().unwrap();
+        assert!(p.is_probe());
+        // Half-open, its one slot spent: refused until the window it re-armed.
+        assert_eq!(
+            b.refuse_until.load(std::sync::atomic::Ordering::Acquire),
+            120_000_000_000
+        );
+        let r = b.allow().unwrap_err();
+        assert_eq!(
+            (r.retry_after, r.state, r.episode),
+            (Some(Duration::from_secs(60)), State::HalfOpen, 1)
+        );
+        assert_eq!(b.snapshot().refusals, 2);
+        b.record(p, Outcome::Failure).unwrap();
+        b.force_open();
+        assert_eq!(b.refuse_until.load(std::sync::atomic::Ordering::Acquire), 0);
+        let r = b.allow().unwrap_err();
+        assert_eq!((r.retry_after, r.state, r.episode), (None, State::ForcedOpen, 2));
+        b.reset();
+        assert!(b.allow().is_ok());
+        assert_eq!(b.snapshot().refusals, 3);
+    }
+
+    #[test]
+    fn a_probe_holding_its_slot_past_the_window_takes_the_lock() {
+        // A probe timeout longer than the interval: while the probe holds the only slot past the
+        // window, the wait is until the probe is lost, which only the locked path computes.
+        let clock = ManualClock::new();
+        let b = Breaker::new(
+            BreakerConfig {
+                open_interval: crate::Backoff::constant(Duration::from_secs(60)),
+                probe_timeout: Some(Duration::from_secs(100)),
+                ..BreakerConfig::default()
+            },
+            Arc::new(clock.clone()),
+        )
+        .unwrap();
+        fail(&b, 5);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let _probe = b.allow().unwrap();
+        assert_eq!(b.refuse_until.load(std::sync::atomic::Ordering::Acquire), 0);
+        clock.set(Instant::from_millis(70_000)).unwrap();
+        let r = b.allow().unwrap_err();
+        assert_eq!(
+            r.retry_after,
+            Some(Duration::from_secs(90)),
+            "until the probe is lost at 160 s"
+        );
+    }
+}
