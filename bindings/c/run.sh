@@ -2,8 +2,8 @@
 # bindings/c: the C ABI (crate holdoff-ffi, include/holdoff.h) and its C tests.
 #
 #   run.sh test         header check, Rust unit tests, C API tests, C metrics tests, the pthread
-#                       stress test and the conformance runner, then `sanitize`
-#   run.sh sanitize     the same four C programs under AddressSanitizer + UBSan (leaks checked
+#                       stress test, the fast-path tests and the conformance runner, then `sanitize`
+#   run.sh sanitize     the same five C programs under AddressSanitizer + UBSan (leaks checked
 #                       at exit), then under valgrind memcheck (definite leaks are errors)
 #   run.sh conformance  the C conformance runner only
 #   run.sh header       regenerate include/holdoff.h with the pinned cbindgen
@@ -59,6 +59,7 @@ build_tests() { # rest: extra compiler flags; $1 suffix of the binaries
   cc_test "$HERE/tests/api_test.c" "$OUT/api_test$suffix" "$@"
   cc_test "$HERE/tests/metrics_test.c" "$OUT/metrics_test$suffix" "$@"
   cc_test "$HERE/tests/stress_test.c" "$OUT/stress_test$suffix" "$@"
+  cc_test "$HERE/tests/fast_path_test.c" "$OUT/fast_path_test$suffix" "$@"
   cc_test "$HERE/tests/conformance.c" "$OUT/conformance$suffix" "$@"
 }
 
@@ -71,6 +72,8 @@ run_suite() { # $1 label, $2 binary suffix, rest: command prefix (a checker)
   "$@" "$OUT/metrics_test$suffix" | tail -n 1
   log "stress test$label"
   "$@" "$OUT/stress_test$suffix" | tail -n 2
+  log "fast-path tests$label"
+  "$@" "$OUT/fast_path_test$suffix" | tail -n 3
   log "conformance$label"
   run_conformance "$@" "$OUT/conformance$suffix" "$ROOT/conformance"
   echo "$CONFORMANCE"

@@ -83,6 +83,18 @@
 #define HOLDOFF_EXECUTION_DEFAULT_TOTAL_TIMEOUT_NS 60000000000
 
 /**
+ * The layout version of the fast-path word `holdoff_breaker_fast_path` describes. A caller
+ * built for another version must not read the word (and calls the library instead).
+ */
+#define HOLDOFF_FAST_PATH_VERSION 1
+
+/**
+ * The bits of the word that must all be 0 for a call to be admitted without the library:
+ * the state (bits 0..3, 0 = closed) and the counting flag (bit 3).
+ */
+#define HOLDOFF_FAST_PATH_ADMIT_MASK 15
+
+/**
  * `holdoff_metric_sample.attribute` of a metric that has no attribute of its own.
  */
 #define HOLDOFF_METRIC_NO_ATTRIBUTE UINT32_MAX
@@ -113,7 +125,7 @@
  * for another ABI must not be used (holdoff promises no ABI stability before 1.0; link it
  * statically).
  */
-#define HOLDOFF_ABI_VERSION 5
+#define HOLDOFF_ABI_VERSION 6
 
 /**
  * What a `holdoff_*` function did. Every fallible function returns one.
@@ -1348,6 +1360,41 @@ typedef struct holdoff_header {
 } holdoff_header;
 
 /**
+ * Where a breaker's fast-path word is and how to read it.
+ *
+ * The word is a 64-bit value, read atomically with acquire ordering (never written by the
+ * caller). Layout (version 1): bits 0..3 the state (0 closed, 1 open, 2 half-open, 3 forced
+ * open, 4 disabled); bit 3 set while the breaker's metrics count every call; bit 4 set when the
+ * trip policy counts over a time window; bits 5..32 consecutive failures; bits 32..64 the
+ * episode.
+ *
+ * - Admission: if `(word & admit_mask) == 0`, the call is admitted with a permit whose
+ *   `raw_breaker` is `breaker`, `raw_episode` is `word >> 32` and every other field 0.
+ * - Success: a permit admitted that way (or by `holdoff_breaker_allow` while closed, so
+ *   `raw_probe == 0`) that succeeded needs no record when `word == (uint64_t)raw_episode << 32`
+ *   (closed in that episode, no flag, no failure pending): recording it would change nothing.
+ * - Anything else goes through `holdoff_breaker_allow` / `holdoff_breaker_record`.
+ */
+typedef struct holdoff_fast_path {
+    /**
+     * The word; valid while the breaker handle (or a policy or group holding the breaker) lives.
+     */
+    const uint64_t *word;
+    /**
+     * `HOLDOFF_FAST_PATH_ADMIT_MASK` as the library sees it.
+     */
+    uint64_t admit_mask;
+    /**
+     * The breaker's id, for the permits admitted on the word.
+     */
+    uint32_t breaker;
+    /**
+     * `HOLDOFF_FAST_PATH_VERSION` as the library sees it: read the word only if it matches.
+     */
+    uint32_t version;
+} holdoff_fast_path;
+
+/**
  * What one `holdoff_breaker_sync_fleet` did.
  */
 typedef struct holdoff_fleet_sync {
@@ -2218,6 +2265,19 @@ const char *holdoff_attempted_name(uint32_t attempted);
 const char *holdoff_limit_name(uint32_t limit);
 
 /**
+ * Writes where `breaker`'s fast-path word is to `*out`. The word's address is fixed for the
+ * breaker's life; reading it after `holdoff_breaker_free` (with nothing else holding the
+ * breaker) is a use after free.
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`breaker`, `out`).
+ *
+ * # Safety
+ * `breaker` must be NULL or a live breaker handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_breaker_fast_path(const struct holdoff_breaker *breaker,
+                                         struct holdoff_fast_path *out);
+
+/**
  * Ticks the breaker's fleet now: sends what the breaker queued (a trip, a retry-later, a
  * probe's answer; a claim when callers were refused and the fleet's probe is due), makes one
  * exchange with the store (bounded by `fleet.timeout`) and applies the shared record to the
@@ -2775,3 +2835,63 @@ uint32_t holdoff_abi_version(void);
 #endif  // __cplusplus
 
 #endif  /* HOLDOFF_H */
+
+#ifndef HOLDOFF_FAST_PATH_H
+#define HOLDOFF_FAST_PATH_H
+/*
+ * The fast path (docs/ffi.md "The fast-path word"): admit a call and record a clean success on
+ * a closed breaker by reading its word, without calling into the library. Fill a
+ * holdoff_fast_path once with holdoff_breaker_fast_path(); then
+ *
+ *     holdoff_permit p;
+ *     if (!holdoff_fast_allow(&fp, &p) && holdoff_breaker_allow(b, &p, &refusal) != HOLDOFF_STATUS_OK) ...;
+ *     ... the call ...
+ *     if (!(ok && holdoff_fast_record_success(&fp, &p))) holdoff_breaker_record(b, &p, outcome, 0, NULL);
+ *
+ * Both return 1 when the word sufficed and 0 when the library must be called (always 0 on
+ * compilers without the GCC/Clang __atomic builtins, or for another word version).
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define HOLDOFF_FAST_LOAD_(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#endif
+
+/* Admits a call on the word alone: 1 with *out filled as holdoff_breaker_allow would, else 0. */
+static inline int holdoff_fast_allow(const holdoff_fast_path *fp, holdoff_permit *out) {
+#ifdef HOLDOFF_FAST_LOAD_
+    if (fp->version == HOLDOFF_FAST_PATH_VERSION) {
+        uint64_t w = HOLDOFF_FAST_LOAD_(fp->word);
+        if ((w & fp->admit_mask) == 0) {
+            out->episode = 0;
+            out->probe = 0;
+            out->recorded = 0;
+            out->reserved = 0;
+            out->raw_breaker = fp->breaker;
+            out->raw_episode = (uint32_t)(w >> 32);
+            out->raw_probe = 0;
+            return 1;
+        }
+    }
+#endif
+    (void)fp;
+    (void)out;
+    return 0;
+}
+
+/*
+ * Records a success on the word alone: 1 (and the permit marked recorded) when the breaker is
+ * still closed in the permit's episode with no failure pending and no flag set, so recording
+ * would change nothing; else 0 and the permit untouched: call holdoff_breaker_record.
+ */
+static inline int holdoff_fast_record_success(const holdoff_fast_path *fp, holdoff_permit *p) {
+#ifdef HOLDOFF_FAST_LOAD_
+    if (fp->version == HOLDOFF_FAST_PATH_VERSION && p->raw_probe == 0 && p->raw_breaker == fp->breaker
+        && HOLDOFF_FAST_LOAD_(fp->word) == ((uint64_t)p->raw_episode << 32)
+        && __atomic_exchange_n(&p->recorded, 1, __ATOMIC_ACQ_REL) == 0) {
+        return 1;
+    }
+#endif
+    (void)fp;
+    (void)p;
+    return 0;
+}
+#endif /* HOLDOFF_FAST_PATH_H */

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod clock;
 pub mod config;
 pub mod execution;
+pub mod fast_path;
 pub mod fleet;
 pub(crate) mod handle;
 pub mod http;

@@ -15,7 +15,7 @@ pub const HOLDOFF_VERSION_NUMBER: u32 =
 /// layout or enum value. Compare it with `holdoff_abi_version()` at start-up: a library built
 /// for another ABI must not be used (holdoff promises no ABI stability before 1.0; link it
 /// statically).
-pub const HOLDOFF_ABI_VERSION: u32 = 5;
+pub const HOLDOFF_ABI_VERSION: u32 = 6;
 
 /// The library's version, e.g. `"0.1.0"`. Static string; do not free.
 #[no_mangle]

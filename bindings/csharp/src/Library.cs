@@ -1,8 +1,9 @@
 // holdoff for C#: a thin skin over the C ABI (libholdoff). No breaker or budget logic lives
 // here: it converts TimeSpans and options, maps statuses to exceptions, sleeps with Task.Delay
 // and honours CancellationToken in the retry helpers. Every object is thread-safe and
-// IDisposable; each wraps SafeHandles, so a handle can never be freed while a call is using it,
-// and is released by the finalizer if Dispose was forgotten.
+// IDisposable; each wraps SafeHandles (a Breaker counts its calls in flight itself), so a handle
+// can never be freed while a call is using it, and is released by the finalizer if Dispose was
+// forgotten.
 using System;
 using Holdoff.Interop;
 
@@ -12,7 +13,7 @@ namespace Holdoff
     public static class Library
     {
         /// <summary>The ABI this binding was written for.</summary>
-        public const uint AbiVersion = 5;
+        public const uint AbiVersion = 6;
 
         static Library()
         {
