@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	bench "example.invalid/holdoff/bench/go"
 	"github.com/failsafe-go/failsafe-go"
 	"github.com/failsafe-go/failsafe-go/circuitbreaker"
 	"github.com/sony/gobreaker/v2"
@@ -127,6 +128,11 @@ func benchMust[T any](v T, err error) T {
 
 // -- holdoff ----------------------------------------------------------------------------------
 
+// Not inlined into TestBenchRecords: in a function that large the compiler inlines only tiny
+// calls, so Allow would not be inlined in the loop and its permit would escape to the heap,
+// which is not what a caller's ordinary loop gets.
+//
+//go:noinline
 func holdoffAllowRecord(b *holdoff.Breaker) batch {
 	return func(n int) {
 		for range n {
@@ -188,6 +194,13 @@ func TestBenchRecords(t *testing.T) {
 	ctx := context.Background()
 	nilFn := func(context.Context) error { return nil }
 
+	// The floor under every call that crosses into the library: one no-op cgo call and back.
+	r.measure("floor", "noop_crossing", 1, "one cgo call of holdoff_abi_version() (returns a constant), Go -> C -> Go", func(n int) {
+		for range n {
+			bench.CgoFloor()
+		}
+	})
+
 	// allow+record, 1 and 2 goroutines.
 	hb := benchMust(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
 	defer hb.Close()
@@ -198,7 +211,7 @@ func TestBenchRecords(t *testing.T) {
 		if threads == 2 {
 			op, suffix = "allow_record_2t", "; 2 goroutines sharing one breaker, wall ns / ops per goroutine"
 		}
-		r.measure("holdoff", op, threads, "b.Allow() + b.Record(p, holdoff.Success), closed, defaults"+suffix, holdoffAllowRecord(hb))
+		r.measure("holdoff", op, threads, "b.Allow() + b.Record(p, holdoff.Success), closed, defaults: both on the fast-path word, no cgo call, the permit on the caller's stack"+suffix, holdoffAllowRecord(hb))
 		r.measure("sony/gobreaker", op, threads, "TwoStepCircuitBreaker.Allow() + done(nil), "+gobreakerVersion+suffix, gobreakerAllowRecord(gb))
 		r.measure("failsafe-go", op, threads, "cb.TryAcquirePermit() + cb.RecordSuccess(), "+failsafeVersion+suffix, failsafeAllowRecord(fb))
 	}
@@ -207,7 +220,7 @@ func TestBenchRecords(t *testing.T) {
 	ho := benchMust(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
 	defer ho.Close()
 	ho.ForceOpen()
-	r.measure("holdoff", "refuse_open", 1, "b.Allow() -> *BreakerOpenError (forced open)", func(n int) {
+	r.measure("holdoff", "refuse_open", 1, "b.Allow() -> *BreakerOpenError (forced open): one cgo call and the error's allocation", func(n int) {
 		for range n {
 			if _, err := ho.Allow(); err == nil {
 				panic("admitted")
@@ -255,7 +268,7 @@ func TestBenchRecords(t *testing.T) {
 	// peers are breakers (Policy.Do adds the retry budget's per-call state).
 	pcb := benchMust(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
 	defer pcb.Close()
-	r.measure("holdoff", "protected_call", 1, "breaker.Do(ctx, fn) (defaults)", func(n int) {
+	r.measure("holdoff", "protected_call", 1, "breaker.Do(ctx, fn) (defaults): admission and success on the fast-path word, no cgo call", func(n int) {
 		for range n {
 			if err := pcb.Do(ctx, nilFn); err != nil {
 				panic(err)

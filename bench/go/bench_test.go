@@ -1,7 +1,8 @@
 package bench_test
 
-// allow+record on a closed breaker: holdoff through cgo against sony/gobreaker's equivalent,
-// in the same run (go test -bench . in bench/go).
+// allow+record on a closed breaker (on the fast-path word), a refusal (through cgo) and the
+// protected call, holdoff against sony/gobreaker's and failsafe-go's equivalents, in the same run
+// (go test -bench . in bench/go; BenchmarkCgoCall in floor_test.go is the crossing alone).
 
 import (
 	"context"
@@ -76,6 +77,51 @@ func BenchmarkGobreakerExecuteParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			cb.Execute(fn)
+		}
+	})
+}
+
+func BenchmarkFailsafeAllowRecord(b *testing.B) {
+	cb := newFailsafe()
+	for b.Loop() {
+		if !cb.TryAcquirePermit() {
+			b.Fatal("refused")
+		}
+		cb.RecordSuccess()
+	}
+}
+
+func BenchmarkHoldoffRefuse(b *testing.B) {
+	br := newBench(b)
+	br.ForceOpen()
+	for b.Loop() {
+		if _, err := br.Allow(); err == nil {
+			b.Fatal("admitted")
+		}
+	}
+}
+
+func BenchmarkHoldoffAllowRecordParallel(b *testing.B) {
+	br := newBench(b)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			p, err := br.Allow()
+			if err != nil {
+				b.Fatal(err)
+			}
+			br.Record(p, holdoff.Success)
+		}
+	})
+}
+
+func BenchmarkFailsafeAllowRecordParallel(b *testing.B) {
+	cb := newFailsafe()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if !cb.TryAcquirePermit() {
+				b.Fatal("refused")
+			}
+			cb.RecordSuccess()
 		}
 	})
 }

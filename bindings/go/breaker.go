@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -121,7 +122,50 @@ type Permit struct {
 func (p *Permit) Episode() uint32 { return uint32(p.raw().episode) }
 
 // IsProbe reports whether the call is a probe of an open breaker.
-func (p *Permit) IsProbe() bool { return p.raw().probe != 0 }
+func (p *Permit) IsProbe() bool {
+	// An atomic load: the word holding probe also holds the recorded flag, which a record on
+	// another goroutine may be setting.
+	return atomic.LoadUint32(flagWord(p.raw()))&permitLayout.probe != 0
+}
+
+// flagWord is the aligned 32-bit word of the permit that holds its recorded byte.
+func flagWord(c *C.holdoff_permit) *uint32 {
+	return (*uint32)(unsafe.Add(unsafe.Pointer(c), permitLayout.offset))
+}
+
+// markRecorded sets the permit's recorded flag as the library does (atomically, so one of two
+// concurrent records wins), and reports whether this call set it. The library swaps the byte
+// alone; a compare-and-swap of the aligned word around it is the same atomic update of that
+// byte, as sync/atomic has no 8-bit operations.
+func (p *Permit) markRecorded() bool {
+	w := flagWord(&p.c)
+	for {
+		old := atomic.LoadUint32(w)
+		if old&permitLayout.recorded != 0 {
+			return false
+		}
+		if atomic.CompareAndSwapUint32(w, old, old|permitLayout.recorded) {
+			return true
+		}
+	}
+}
+
+// permitLayout locates the recorded flag (and the probe byte beside it) in holdoff_permit, as
+// masks of the 32-bit word at offset: computed, so neither the byte order nor the field order
+// is assumed.
+var permitLayout = func() (l struct {
+	offset          uintptr
+	recorded, probe uint32
+}) {
+	var p C.holdoff_permit
+	l.offset = unsafe.Offsetof(p.recorded) &^ 3
+	w := (*uint32)(unsafe.Add(unsafe.Pointer(&p), l.offset))
+	p.recorded = 0xFF
+	l.recorded = *w
+	p.recorded, p.probe = 0, 0xFF
+	l.probe = *w
+	return l
+}()
 
 // raw is the C library's permit; a nil p panics with an *Error naming permit.
 func (p *Permit) raw() *C.holdoff_permit {
@@ -132,20 +176,136 @@ func (p *Permit) raw() *C.holdoff_permit {
 }
 
 // Breaker is a circuit breaker for one upstream. Share one between every goroutine that calls
-// the upstream. While closed, Allow and recording a success take no lock and read no clock.
+// the upstream. While closed, Allow and recording a success take no lock and read no clock;
+// while closed with no failure pending and its metrics not read, they do not call into the C
+// library either: they read the breaker's fast-path word (docs/ffi.md "The fast-path word").
 type Breaker struct {
 	h handleRef[*C.holdoff_breaker]
+	// word is the core's fast-path word (C memory, read with sync/atomic only), nil when every
+	// call goes through the library (a fleet's breaker, or a library with another layout).
+	word *uint64
+	// id is the breaker's id, carried by the permits it issues.
+	id uint32
 	// clock is the clock it reads (nil: a system clock), where a policy's attempts time out.
 	clock Clock
 }
 
 func freeBreaker(p *C.holdoff_breaker) { C.holdoff_breaker_free(p) }
 
-func wrapBreaker(p *C.holdoff_breaker, clock Clock) *Breaker {
+// The fast-path protocol this package implements (docs/ffi.md "The fast-path word"), and the
+// admission mask the library gives for it (0: the word is never read).
+const fastPathVersion = 1
+
+var fastAdmitMask uint64
+
+// readFastAdmitMask is the library's admission mask for this protocol, read from a breaker made
+// for the purpose, or 0 (never admit on the word) for a library speaking another version. It
+// runs once, after the ABI check (holdoff.go's init).
+func readFastAdmitMask() uint64 {
+	if C.HOLDOFF_FAST_PATH_VERSION != fastPathVersion {
+		return 0
+	}
+	var clock *C.holdoff_clock
+	if C.holdoff_clock_new_system(&clock) != C.HOLDOFF_STATUS_OK {
+		return 0
+	}
+	defer C.holdoff_clock_free(clock)
+	var b *C.holdoff_breaker
+	if C.holdoff_breaker_new(nil, clock, &b) != C.HOLDOFF_STATUS_OK {
+		return 0
+	}
+	defer C.holdoff_breaker_free(b)
+	var fp C.holdoff_fast_path
+	if C.holdoff_breaker_fast_path(b, &fp) != C.HOLDOFF_STATUS_OK || fp.version != fastPathVersion {
+		return 0
+	}
+	return uint64(fp.admit_mask)
+}
+
+// wrapBreaker owns p; fast says whether its calls may use the fast-path word (not a fleet's
+// breaker: its Close must free it at once, which joins the fleet's thread).
+func wrapBreaker(p *C.holdoff_breaker, clock Clock, fast bool) *Breaker {
 	b := &Breaker{clock: clock}
-	b.h.init(p, "Breaker", freeBreaker)
+	b.h.init(p, &kindBreaker)
+	var fp C.holdoff_fast_path
+	if fast && fastAdmitMask != 0 && C.holdoff_breaker_fast_path(p, &fp) == C.HOLDOFF_STATUS_OK &&
+		fp.version == fastPathVersion && uint64(fp.admit_mask) == fastAdmitMask && fp.word != nil {
+		b.word = (*uint64)(unsafe.Pointer(fp.word))
+		b.id = uint32(fp.breaker)
+	}
 	b.h.cleanup = runtime.AddCleanup(b, freeBreaker, p)
 	return b
+}
+
+// use gives the handle for one call. A breaker with a fast path is pinned on its first call
+// (see handleRef): from then on the *Breaker itself keeps the handle alive, so held is false
+// and only runtime.KeepAlive(b) after the call is needed; otherwise the call holds a use, which
+// done releases. Errors: ErrClosed after Close.
+func (b *Breaker) use() (h *C.holdoff_breaker, held bool, err error) {
+	s := b.h.state.Load()
+	if s&handleClosed != 0 {
+		return nil, false, closedErr(kindBreaker.what)
+	}
+	if s&handlePinned != 0 || (b.word != nil && b.h.pin()) {
+		return b.h.ptr, false, nil
+	}
+	h, err = b.h.acquire()
+	return h, err == nil, err
+}
+
+// done ends the call use began.
+func (b *Breaker) done(held bool) {
+	if held {
+		b.h.release()
+	}
+	runtime.KeepAlive(b)
+}
+
+// fastOpen reports whether the fast-path word may be read now: the breaker is pinned (so its
+// native memory lives as long as b; only a breaker with a word is pinned) and not closed.
+func (b *Breaker) fastOpen() bool {
+	return b.h.state.Load()&(handleClosed|handlePinned) == handlePinned
+}
+
+// fastAdmit admits a call on the word alone, writing the permit the library would have
+// issued; false: ask the library.
+func (b *Breaker) fastAdmit(p *C.holdoff_permit) bool {
+	if !b.fastOpen() {
+		return false
+	}
+	w := atomic.LoadUint64(b.word)
+	runtime.KeepAlive(b)
+	if w&fastAdmitMask != 0 {
+		return false
+	}
+	*p = C.holdoff_permit{raw_breaker: C.uint32_t(b.id), raw_episode: C.uint32_t(w >> 32)}
+	return true
+}
+
+// fastSuccess records a success on the word alone when that would change nothing (closed in
+// the permit's episode, no failure pending, no flag), marking the permit recorded; false:
+// record it through the library, which also gives the errors (foreign, already recorded).
+func (b *Breaker) fastSuccess(p *Permit) bool {
+	if !b.fastOpen() || p.c.raw_probe != 0 || uint32(p.c.raw_breaker) != b.id {
+		return false
+	}
+	w := atomic.LoadUint64(b.word)
+	runtime.KeepAlive(b)
+	return w == uint64(p.c.raw_episode)<<32 && p.markRecorded()
+}
+
+// fastRecordable is what Record and Do may record on the word: a success (with a delay the
+// library would accept; it ignores it).
+func fastRecordable(o Outcome) bool { return o.Kind == KindSuccess && o.Delay >= 0 }
+
+// libraryCalls, when set by a test, counts the admissions and records that went through the C
+// library (not the fast path). Nil outside tests.
+var libraryCalls atomic.Pointer[atomic.Int64]
+
+func countLibraryCall() {
+	if n := libraryCalls.Load(); n != nil {
+		n.Add(1)
+	}
 }
 
 // NewBreaker creates a closed breaker. Errors: an *Error matching ErrInvalidConfig whose
@@ -164,7 +324,10 @@ func (b *Breaker) alive() error { return b.h.alive() }
 
 // Close releases the breaker's handle (a policy or group using the breaker keeps it alive).
 // Safe to call twice and concurrently with other methods: calls in flight finish on the
-// live handle, later calls return (or panic with) ErrClosed.
+// live handle, later calls return (or panic with) ErrClosed. A breaker that has made a call
+// (and has no fleet) is freed by its cleanup instead, once the *Breaker is unreachable: its
+// calls read the core's fast-path word without holding a use of the handle, so only then can
+// no reader remain. LiveHandles counts it until then.
 func (b *Breaker) Close() error {
 	if b == nil {
 		return nilErr("breaker")
@@ -183,25 +346,39 @@ func refusalErr(r *C.holdoff_refusal) *BreakerOpenError {
 // with a *BreakerOpenError. This is the only act of admission: an admitted probe is spent
 // even if the call is never made, so never use Allow as a "ready?" check. A nil b is an
 // *Error matching ErrInvalidInput (field breaker).
-func (b *Breaker) Allow() (*Permit, error) {
+func (b *Breaker) Allow() (p *Permit, err error) {
+	// Small enough to be inlined, so that a caller whose permit does not escape keeps it on
+	// its stack: the healthy path then allocates nothing. A refusal never allocates one.
+	var c C.holdoff_permit
+	if err = b.admit(&c); err == nil {
+		p = &Permit{c: c}
+	}
+	return p, err
+}
+
+// admit writes a permit to c, admitted on the word when it can be, else by the library.
+func (b *Breaker) admit(c *C.holdoff_permit) error {
 	if b == nil {
-		return nil, nilErr("breaker")
+		return nilErr("breaker")
 	}
-	h, err := b.h.acquire()
+	if b.fastAdmit(c) {
+		return nil
+	}
+	h, held, err := b.use()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	p := new(Permit)
+	countLibraryCall()
 	var r C.holdoff_refusal
-	st := C.holdoff_breaker_allow(h, &p.c, &r)
-	b.h.release()
+	st := C.holdoff_breaker_allow(h, c, &r)
+	b.done(held)
 	switch st {
 	case C.HOLDOFF_STATUS_OK:
-		return p, nil
+		return nil
 	case C.HOLDOFF_STATUS_BREAKER_OPEN:
-		return nil, refusalErr(&r)
+		return refusalErr(&r)
 	}
-	return nil, errOf(st)
+	return errOf(st)
 }
 
 // Record reports the outcome of a call admitted by Allow. Errors: ErrForeignPermit (another
@@ -209,6 +386,19 @@ func (b *Breaker) Allow() (*Permit, error) {
 // ErrInvalidInput naming breaker or permit when it is nil, or outcome.delay for a negative
 // delay.
 func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
+	// fastSuccess by hand: one call less on the healthy path.
+	if b != nil && p != nil && fastRecordable(o) && b.fastOpen() && p.c.raw_probe == 0 && uint32(p.c.raw_breaker) == b.id {
+		w := atomic.LoadUint64(b.word)
+		runtime.KeepAlive(b)
+		if w == uint64(p.c.raw_episode)<<32 && p.markRecorded() {
+			return Counted, nil
+		}
+	}
+	return b.record(p, o)
+}
+
+// record is Record through the library.
+func (b *Breaker) record(p *Permit, o Outcome) (Effect, error) {
 	switch {
 	case b == nil:
 		return 0, nilErr("breaker")
@@ -219,13 +409,14 @@ func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
 	if err != nil {
 		return 0, err
 	}
-	h, err := b.h.acquire()
+	h, held, err := b.use()
 	if err != nil {
 		return 0, err
 	}
+	countLibraryCall()
 	var effect C.uint32_t
 	st := C.holdoff_breaker_record(h, &p.c, kind, ns, &effect)
-	b.h.release()
+	b.done(held)
 	if st != C.HOLDOFF_STATUS_OK {
 		return 0, errOf(st)
 	}
@@ -249,36 +440,46 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 	case fn == nil:
 		return nilErr("fn")
 	}
-	// One use for the whole call: a Close meanwhile lets it record its outcome.
-	h, err := b.h.acquire()
+	// The handle for the whole call: a Close meanwhile lets it record its outcome.
+	h, held, err := b.use()
 	if err != nil {
 		return err
 	}
-	defer b.h.release()
 	var p Permit
-	var r C.holdoff_refusal
-	st := C.holdoff_breaker_allow(h, &p.c, &r)
-	switch st {
-	case C.HOLDOFF_STATUS_OK:
-	case C.HOLDOFF_STATUS_BREAKER_OPEN:
-		return refusalErr(&r)
-	default:
-		return errOf(st)
+	if !b.fastAdmit(&p.c) {
+		countLibraryCall()
+		var r C.holdoff_refusal
+		switch st := C.holdoff_breaker_allow(h, &p.c, &r); st {
+		case C.HOLDOFF_STATUS_OK:
+		case C.HOLDOFF_STATUS_BREAKER_OPEN:
+			b.done(held)
+			return refusalErr(&r)
+		default:
+			b.done(held)
+			return errOf(st)
+		}
 	}
 	recorded := false
 	defer func() {
 		if !recorded { // fn panicked or exited the goroutine, or its outcome was not valid
+			countLibraryCall()
 			C.holdoff_breaker_record(h, &p.c, C.HOLDOFF_OUTCOME_CANCELLED, 0, nil)
 		}
+		b.done(held) // keeps b, and so a pinned handle, alive until here
 	}()
 	err = fn(ctx)
 	_, o := classify(ctx, false, err, nil)
+	if fastRecordable(o) && b.fastSuccess(&p) {
+		recorded = true
+		return err
+	}
 	kind, ns, oerr := o.c()
 	if oerr != nil {
 		return errors.Join(oerr, err)
 	}
-	st = C.holdoff_breaker_record(h, &p.c, kind, ns, nil)
-	if st != C.HOLDOFF_STATUS_OK { // an outcome the core refuses: the deferred record frees the permit
+	countLibraryCall()
+	if st := C.holdoff_breaker_record(h, &p.c, kind, ns, nil); st != C.HOLDOFF_STATUS_OK {
+		// an outcome the core refuses: the deferred record frees the permit
 		return errors.Join(errOf(st), err)
 	}
 	recorded = true
@@ -445,7 +646,7 @@ func freeGroup(p *C.holdoff_breaker_group) { C.holdoff_breaker_group_free(p) }
 
 func wrapGroup(p *C.holdoff_breaker_group, clock Clock) *BreakerGroup {
 	g := &BreakerGroup{clock: clock}
-	g.h.init(p, "BreakerGroup", freeGroup)
+	g.h.init(p, &kindBreakerGroup)
 	g.h.cleanup = runtime.AddCleanup(g, freeGroup, p)
 	return g
 }
@@ -497,7 +698,7 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return wrapBreaker(p, g.clock), nil
+	return wrapBreaker(p, g.clock, true), nil
 }
 
 // Len is the number of breakers the group keeps (overflow breakers are not kept). It panics
@@ -584,3 +785,7 @@ func (g *BreakerGroup) Close() error {
 	g.h.close()
 	return nil
 }
+
+var kindBreaker = handleKind[*C.holdoff_breaker]{"Breaker", freeBreaker}
+
+var kindBreakerGroup = handleKind[*C.holdoff_breaker_group]{"BreakerGroup", freeGroup}

@@ -115,7 +115,7 @@ func freeQuota(p *C.holdoff_retry_quota)      { C.holdoff_retry_quota_free(p) }
 
 func wrapBudget(p *C.holdoff_retry_budget) *RetryBudget {
 	b := &RetryBudget{}
-	b.h.init(p, "RetryBudget", freeBudget)
+	b.h.init(p, &kindRetryBudget)
 	b.h.cleanup = runtime.AddCleanup(b, freeBudget, p)
 	return b
 }
@@ -200,7 +200,7 @@ func NewRetryState() *RetryState {
 		panic(errOf(st))
 	}
 	s := &RetryState{}
-	s.h.init(p, "RetryState", freeRetryState)
+	s.h.init(p, &kindRetryState)
 	s.h.cleanup = runtime.AddCleanup(s, freeRetryState, p)
 	return s
 }
@@ -237,7 +237,7 @@ type RetryQuota struct {
 
 func wrapQuota(p *C.holdoff_retry_quota) *RetryQuota {
 	q := &RetryQuota{}
-	q.h.init(p, "RetryQuota", freeQuota)
+	q.h.init(p, &kindRetryQuota)
 	q.h.cleanup = runtime.AddCleanup(q, freeQuota, p)
 	return q
 }
@@ -341,3 +341,9 @@ func (q *RetryQuota) Available() uint64 {
 	q.h.release()
 	return uint64(n)
 }
+
+var kindRetryBudget = handleKind[*C.holdoff_retry_budget]{"RetryBudget", freeBudget}
+
+var kindRetryState = handleKind[*C.holdoff_retry_state]{"RetryState", freeRetryState}
+
+var kindRetryQuota = handleKind[*C.holdoff_retry_quota]{"RetryQuota", freeQuota}

@@ -28,7 +28,7 @@ func NewSystemClock() *SystemClock {
 		panic(errOf(st))
 	}
 	c := &SystemClock{}
-	c.h.init(p, "SystemClock", freeClock)
+	c.h.init(p, &kindSystemClock)
 	c.h.cleanup = runtime.AddCleanup(c, freeClock, p)
 	return c
 }
@@ -82,7 +82,7 @@ func NewManualClock(wallOrigin time.Time) (*ManualClock, error) {
 		return nil, errOf(st)
 	}
 	c := &ManualClock{}
-	c.h.init(p, "ManualClock", freeClock)
+	c.h.init(p, &kindManualClock)
 	c.h.cleanup = runtime.AddCleanup(c, freeClock, p)
 	return c, nil
 }
@@ -271,3 +271,7 @@ func withClock(opts []Option, f func(*C.holdoff_clock) error) error {
 	defer C.holdoff_clock_free(p)
 	return f(p)
 }
+
+var kindSystemClock = handleKind[*C.holdoff_clock]{"SystemClock", freeClock}
+
+var kindManualClock = handleKind[*C.holdoff_clock]{"ManualClock", freeClock}

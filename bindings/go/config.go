@@ -344,6 +344,8 @@ const (
 	// PartExecute: the configuration has time limits for the retry helpers
 	// (Config.ExecuteOptions).
 	PartExecute ConfigPart = C.HOLDOFF_CONFIG_EXECUTE
+	// partFleet: the configuration attaches its breakers to a fleet.
+	partFleet ConfigPart = C.HOLDOFF_CONFIG_FLEET
 )
 
 // ParseConfig parses and validates a JSON configuration. Errors: an *Error matching
@@ -359,7 +361,7 @@ func ParseConfig(text []byte) (*Config, error) {
 		return nil, err
 	}
 	c := &Config{}
-	c.h.init(p, "Config", freeConfig)
+	c.h.init(p, &kindConfig)
 	c.h.cleanup = runtime.AddCleanup(c, freeConfig, p)
 	return c, nil
 }
@@ -423,7 +425,8 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrapBreaker(p, optionsOf(opts).clock), nil
+	// A fleet's breaker reads no fast-path word: Close must free it at once (see wrapBreaker).
+	return wrapBreaker(p, optionsOf(opts).clock, c.Parts()&partFleet == 0), nil
 }
 
 // NewBreakerGroup builds a breaker group whose template is the breaker part (defaults if
@@ -484,3 +487,5 @@ func (c *Config) NewClassifier() (*Classifier, error) {
 	}
 	return wrapClassifier(p), nil
 }
+
+var kindConfig = handleKind[*C.holdoff_config]{"Config", freeConfig}

@@ -15,7 +15,8 @@
 // Close it when done (the handle is also released by a cleanup when the object becomes
 // unreachable, but not promptly). Close is idempotent and may run concurrently with other
 // methods of the same object: calls already in the C library finish on the live handle (which
-// is freed when the last of them returns), later calls see the object closed. Using an object
+// is freed when the last of them returns, or for a Breaker that has made a call, by its
+// cleanup), later calls see the object closed. Using an object
 // after Close returns an error matching ErrClosed from methods that return an error; methods
 // without an error result (Snapshot, ForceOpen, Acquire, Now, ...) panic with it instead, as
 // that is a programming error they cannot report. The C library is never handed a freed
@@ -64,13 +65,15 @@ func init() {
 	if got := uint32(C.holdoff_abi_version()); got != ABIVersion {
 		panic(fmt.Sprintf("holdoff: linked C library has ABI %d, this package needs %d", got, ABIVersion))
 	}
+	fastAdmitMask = readFastAdmitMask()
 }
 
 // Version is the linked library's version, e.g. "0.1.0".
 func Version() string { return C.GoString(C.holdoff_version()) }
 
 // LiveHandles counts the C library's handles that are alive (created and not yet freed), in
-// every build: a program that closed everything sees 0. For leak checks in tests.
+// every build: a program that closed everything sees 0 (once the garbage collector has run the
+// cleanups of closed breakers that made calls: see Breaker.Close). For leak checks in tests.
 func LiveHandles() uint64 { return uint64(C.holdoff_debug_live_handles()) }
 
 var (
@@ -181,28 +184,45 @@ func detailed(f func() C.holdoff_status) error {
 // does. So Close may race with calls on other goroutines: a call either completes on the live
 // handle or returns ErrClosed, and the C library never sees a freed handle. Cost: two atomic
 // adds per call.
+//
+// A handle may instead be pinned (a Breaker's, on its first call): from then on its free waits
+// for the cleanup, which runs only once the Go object is unreachable, so a call holding the
+// object needs no use at all (a load of the state suffices), and memory the handle owns (the
+// breaker's fast-path word) may be read without one.
 type handleRef[P any] struct {
 	ptr     P // set once before the object is shared; never cleared (see state)
-	what    string
-	free    func(P)
-	state   atomic.Int64 // uses<<1 | closed bit; the owner counts as one use until Close
-	freed   atomic.Bool
+	kind    *handleKind[P]
+	state   atomic.Int64 // uses<<handleUse | the bits below; the owner counts as one use until Close
 	cleanup runtime.Cleanup
 }
 
+// handleKind is what every handle of one type shares: the name in ErrClosed, the free function.
+type handleKind[P any] struct {
+	what string
+	free func(P)
+}
+
+// The low bits of handleRef.state.
+const (
+	handleClosed = 1 << 0 // Close has run: no new use
+	handlePinned = 1 << 1 // freed only by the cleanup (set only while open)
+	handleFreed  = 1 << 2 // the handle was freed (by the last use after Close)
+	handleUse    = 1 << 3 // one use
+)
+
 // init takes ownership of p; the caller registers the cleanup (runtime.AddCleanup needs the
 // object's own type).
-func (h *handleRef[P]) init(p P, what string, free func(P)) {
-	h.ptr, h.what, h.free = p, what, free
-	h.state.Store(2)
+func (h *handleRef[P]) init(p P, kind *handleKind[P]) {
+	h.ptr, h.kind = p, kind
+	h.state.Store(handleUse)
 }
 
 // acquire starts a use of the handle, or fails with ErrClosed after Close. Pair it with release.
 func (h *handleRef[P]) acquire() (P, error) {
-	if h.state.Add(2)&1 != 0 {
+	if h.state.Add(handleUse)&handleClosed != 0 {
 		h.release()
 		var none P
-		return none, closedErr(h.what)
+		return none, closedErr(h.kind.what)
 	}
 	return h.ptr, nil
 }
@@ -218,34 +238,55 @@ func (h *handleRef[P]) mustAcquire() P {
 }
 
 func (h *handleRef[P]) release() {
-	// 1: closed and no use left. The CAS makes the free happen once even when a late acquire
-	// (which fails and releases) also sees 1.
-	if h.state.Add(-2) == 1 && h.freed.CompareAndSwap(false, true) {
-		h.free(h.ptr)
+	// Exactly handleClosed: closed, not pinned, not yet freed, and no use left. The CAS makes
+	// the free happen once even when a late acquire (which fails and releases) also sees it.
+	if h.state.Add(-handleUse) == handleClosed && h.state.CompareAndSwap(handleClosed, handleClosed|handleFreed) {
+		h.kind.free(h.ptr)
+	}
+}
+
+// pin makes the handle's free wait for the cleanup (see handleRef), unless Close has run;
+// it reports whether the handle is pinned and open. Only the first call writes.
+func (h *handleRef[P]) pin() bool {
+	for {
+		s := h.state.Load()
+		switch {
+		case s&handleClosed != 0:
+			return false
+		case s&handlePinned != 0:
+			return true
+		case h.state.CompareAndSwap(s, s|handlePinned):
+			return true
+		}
 	}
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
 func (h *handleRef[P]) alive() error {
-	if h.state.Load()&1 != 0 {
-		return closedErr(h.what)
+	if h.state.Load()&handleClosed != 0 {
+		return closedErr(h.kind.what)
 	}
 	return nil
 }
 
 // close marks the handle closed (later acquires fail) and frees it now, or when the last call
-// in flight ends. Only the first close does anything; it reports whether it was the first.
+// in flight ends; a pinned handle is left to its cleanup. Only the first close does anything;
+// it reports whether it was the first.
 func (h *handleRef[P]) close() bool {
+	var s int64
 	for {
-		s := h.state.Load()
-		if s&1 != 0 {
+		s = h.state.Load()
+		if s&handleClosed != 0 {
 			return false
 		}
-		if h.state.CompareAndSwap(s, s|1) {
+		if h.state.CompareAndSwap(s, s|handleClosed) {
 			break
 		}
 	}
-	h.cleanup.Stop()
+	// pin never sets the bit once closed, so s decides for good.
+	if s&handlePinned == 0 {
+		h.cleanup.Stop()
+	}
 	h.release()
 	return true
 }

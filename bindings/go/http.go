@@ -192,7 +192,7 @@ func freeClassifier(p *C.holdoff_classifier) { C.holdoff_classifier_free(p) }
 
 func wrapClassifier(p *C.holdoff_classifier) *Classifier {
 	c := &Classifier{}
-	c.h.init(p, "Classifier", freeClassifier)
+	c.h.init(p, &kindClassifier)
 	c.h.cleanup = runtime.AddCleanup(c, freeClassifier, p)
 	return c
 }
@@ -248,3 +248,5 @@ func (c *Classifier) Classify(status int, headers []Header, now time.Time) (Clas
 }
 
 func (c Classification) String() string { return fmt.Sprintf("%s %v", c.Outcome.Kind, c.Outcome.Delay) }
+
+var kindClassifier = handleKind[*C.holdoff_classifier]{"Classifier", freeClassifier}

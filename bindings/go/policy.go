@@ -99,7 +99,7 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 	}
 	pol := &Policy{breaker: b, quota: q, call: o.call}
 	pol.clock, _ = b.clock.(*ManualClock)
-	pol.h.init(p, "Policy", freePolicy)
+	pol.h.init(p, &kindPolicy)
 	pol.h.cleanup = runtime.AddCleanup(pol, freePolicy, p)
 	return pol, nil
 }
@@ -225,7 +225,7 @@ func (p *Policy) NewCall() *PolicyCall {
 		panic(errOf(st))
 	}
 	call := &PolicyCall{}
-	call.h.init(c, "PolicyCall", freePolicyCall)
+	call.h.init(c, &kindPolicyCall)
 	call.h.cleanup = runtime.AddCleanup(call, freePolicyCall, c)
 	return call
 }
@@ -378,3 +378,7 @@ func (p *Policy) afterResponse(h *C.holdoff_policy, call *PolicyCall, permit *Pe
 	}
 	return decisionOf(&d), classificationOf(&cl), nil
 }
+
+var kindPolicy = handleKind[*C.holdoff_policy]{"Policy", freePolicy}
+
+var kindPolicyCall = handleKind[*C.holdoff_policy_call]{"PolicyCall", freePolicyCall}
