@@ -2,6 +2,10 @@
 // lock-based consecutive-failure breaker, in one run. Polly is not measured: it installs only
 // through NuGet, which this build does not use.
 //
+// Admission and a clean success read the breaker's fast-path word without calling into the
+// library; a refusal calls it, so `floor` (a no-op P/Invoke, same run) is what refuse_open is
+// compared with.
+//
 // Each sample is one timed batch sized to ~50 ms (ns/op = batch wall time / batch size), 5
 // samples after a calibration batch. Prints a summary; with HOLDOFF_BENCH_OUT=<file> it also
 // appends one JSON line per (subject, op) (the cross-language benchmark's record format).
@@ -86,6 +90,10 @@ namespace Holdoff.Bench
         [DllImport("libc.so.6")]
         static extern MallInfo2 mallinfo2();
 
+        /// <summary>The floor: a call into libholdoff that does nothing but return a constant.</summary>
+        [DllImport("holdoff", CallingConvention = CallingConvention.Cdecl)]
+        static extern uint holdoff_abi_version();
+
         static double NativeBytes()
         {
             var m = mallinfo2();
@@ -97,13 +105,14 @@ namespace Holdoff.Bench
             return "\"" + s.Replace("\\", "\\\\").Replace("\"", "\\\"") + "\"";
         }
 
-        static void Emit(string subject, string op, string unit, double[] s, string note)
+        /// <summary>Prints the summary line; appends the record unless <paramref name="printOnly"/>.</summary>
+        static void Emit(string subject, string op, string unit, double[] s, string note, bool printOnly = false)
         {
             var sorted = (double[])s.Clone();
             Array.Sort(sorted);
             Console.WriteLine(string.Format(CultureInfo.InvariantCulture, "{0,-14} {1,-22} {2,10:F1} {3,-6} (min {4:F1}, max {5:F1})  {6}",
                 subject, op, sorted[Samples / 2], unit, sorted[0], sorted[Samples - 1], note));
-            if (output == null) return;
+            if (output == null || printOnly) return;
             var b = new StringBuilder();
             b.Append("{\"lang\": \"csharp\", \"subject\": ").Append(Json(subject)).Append(", \"op\": ").Append(Json(op))
                 .Append(", \"unit\": ").Append(Json(unit)).Append(", \"samples\": [");
@@ -137,7 +146,7 @@ namespace Holdoff.Bench
             }
         }
 
-        static void Measure(string subject, string op, int threads, string note, Action<int> batch)
+        static void Measure(string subject, string op, int threads, string note, Action<int> batch, bool printOnly = false)
         {
             int n = 1000;
             double per = Timed(batch, n, threads);
@@ -149,7 +158,7 @@ namespace Holdoff.Bench
             n = (int)(TargetNs / per) + 1;
             var s = new double[Samples];
             for (int i = 0; i < Samples; i++) s[i] = Timed(batch, n, threads);
-            Emit(subject, op, "ns/op", s, note);
+            Emit(subject, op, "ns/op", s, note, printOnly);
         }
 
         static void Memory(string subject, string op, string note, Func<int, object> make, Action<object[]> release)
@@ -202,6 +211,12 @@ namespace Holdoff.Bench
                 Library.Version, Environment.Version, Samples, TargetNs / 1e6);
             var ok = Outcome.Success;
 
+            Measure("floor", "noop_crossing", 1, "holdoff_abi_version() through P/Invoke (no arguments, returns a uint): the crossing alone", n =>
+            {
+                for (int i = 0; i < n; i++)
+                    if (holdoff_abi_version() != Library.AbiVersion) throw new InvalidOperationException("abi");
+            });
+
             using (var b = new Breaker(new BreakerOptions()))
             {
                 var lb = new LockBreaker();
@@ -224,13 +239,21 @@ namespace Holdoff.Bench
             using (var b = new Breaker(new BreakerOptions()))
             {
                 b.ForceOpen();
-                Measure("holdoff", "refuse_open", 1, "b.TryAllow(out permit, out refusal) -> false (forced open)", n =>
+                Measure("holdoff", "refuse_open", 1, "b.TryAllow(out permit) -> false (forced open; one P/Invoke, no refusal object)", n =>
+                {
+                    Permit p;
+                    for (int i = 0; i < n; i++)
+                        if (b.TryAllow(out p)) throw new InvalidOperationException("admitted");
+                });
+                // Printed only: the same refusal with its BreakerOpenException (an Exception object
+                // costs more than the crossing on Mono).
+                Measure("holdoff", "(refuse_open, refusal)", 1, "b.TryAllow(out permit, out refusal) -> false (forced open)", n =>
                 {
                     Permit p;
                     BreakerOpenException refusal;
                     for (int i = 0; i < n; i++)
                         if (b.TryAllow(out p, out refusal)) throw new InvalidOperationException("admitted");
-                });
+                }, printOnly: true);
                 var lb = new LockBreaker();
                 for (int i = 0; i < 5; i++) lb.OnFailure();
                 Measure("lock-baseline", "refuse_open", 1, "TryAcquire() -> false (open: lock, clock read)", n =>

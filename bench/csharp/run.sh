@@ -8,7 +8,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
 need mcs csharp
 need mono csharp
 build_ffi
-MCS=(mcs -warnaserror -warn:4 -nologo -r:System.dll -r:System.Core.dll -r:System.Net.Http.dll)
+MCS=(mcs -warnaserror -warn:4 -nologo -unsafe -r:System.dll -r:System.Core.dll -r:System.Net.Http.dll)
 src="$ROOT/bindings/csharp/src"
 mapfile -t sources < <(find "$src" -name '*.cs' | sort)
 "${MCS[@]}" -target:library -out:"$BENCH_OUT_DIR/Holdoff.dll" "${sources[@]}"

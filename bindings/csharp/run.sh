@@ -20,7 +20,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/../../scripts/lib.sh" csharp
 
 OUT="$CARGO_TARGET_DIR/holdoff-csharp"
-MCS=(mcs -warnaserror -warn:4 -nologo -r:System.dll -r:System.Core.dll -r:System.Net.Http.dll)
+MCS=(mcs -warnaserror -warn:4 -nologo -unsafe -r:System.dll -r:System.Core.dll -r:System.Net.Http.dll)
 
 # Builds the debug C library and the assemblies.
 build() {
@@ -34,7 +34,7 @@ build() {
     "$HERE/tests/ConformanceExecute.cs"
   "${MCS[@]}" -out:"$OUT/ApiTests.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/ApiTests.cs" "$HERE/tests/ExecuteTests.cs" \
     "$HERE/tests/HandlerTests.cs" "$HERE/tests/DeadlineStorm.cs" "$HERE/tests/TestTime.cs" "$HERE/tests/ArgumentTests.cs" \
-    "$HERE/tests/FleetTests.cs" "$HERE/tests/MetricsTests.cs"
+    "$HERE/tests/FleetTests.cs" "$HERE/tests/MetricsTests.cs" "$HERE/tests/FastPathTests.cs"
   "${MCS[@]}" -out:"$OUT/FleetWorker.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/FleetWorker.cs"
   export LD_LIBRARY_PATH="$CARGO_TARGET_DIR/debug${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }

@@ -366,7 +366,7 @@ namespace Holdoff.Tests
                 GC.Collect();
                 GC.WaitForPendingFinalizers();
             }
-            Check(Library.LiveHandles == before, "the SafeHandle finalizers released them: " + (Library.LiveHandles - before) + " left");
+            Check(Library.LiveHandles == before, "the finalizers released them: " + (Library.LiveHandles - before) + " left");
         }
 
         static void Bench()
@@ -469,6 +469,7 @@ namespace Holdoff.Tests
             PolicyStatuses();
             ProbeRules();
             Threads();
+            FastPath();
             UnitBounds();
             LongDelay();
             Finalizers();

@@ -1,30 +1,170 @@
 using System;
 using System.Collections.Generic;
+using System.Runtime.ExceptionServices;
 using System.Threading;
 using System.Threading.Tasks;
 using Holdoff.Interop;
 
 namespace Holdoff
 {
-    /// <summary>A circuit breaker for one upstream. Thread-safe; while closed, allow and
-    /// recording a success take no lock.</summary>
+    /// <summary>A circuit breaker for one upstream. Thread-safe; while closed, admitting a call
+    /// and recording its success read the breaker's fast-path word in place (docs/ffi.md "The
+    /// fast-path word") and make no call into the native library.</summary>
     public sealed class Breaker : IDisposable
     {
-        internal readonly BreakerHandle Handle;
+        /// <summary>The fast-path word layout this binding reads; another version reported by the
+        /// library turns the fast path off (every call goes to the library).</summary>
+        internal const uint FastPathVersion = 1;
 
-        internal Breaker(BreakerHandle h) { Handle = h; }
+        // What Load gives without a usable word: it admits nothing (state bits 7) and matches no
+        // clean success.
+        const ulong NoWord = ulong.MaxValue;
+
+        // Bits of `gate`: Dispose was called; the native breaker was freed; calls in flight.
+        const int Closed = int.MinValue;
+        const int Freed = 1 << 30;
+        const int InFlight = Freed - 1;
+
+        // The library's admit mask (a constant of the loaded library, the same for every breaker:
+        // kept once rather than in each object), 0 until the first breaker reads it.
+        static long admitMask;
+
+        // The holdoff_breaker* this object owns, freed once: by Dispose, by the last call in
+        // flight after Dispose, or by the finalizer.
+        readonly IntPtr raw;
+        // The native breaker's 64-bit fast-path word (null: no usable word, every call goes to
+        // the library) and the id the library's permits of this breaker carry.
+        readonly unsafe ulong* word;
+        readonly uint id;
+        // Calls into the library in flight on `raw`, with the Closed and Freed bits: the native
+        // breaker is freed only once Closed is set and nothing is in flight. Two interlocked
+        // operations a call, cheaper than a SafeHandle's reference (and one object less per
+        // breaker). Reads of the word do not count here (they would make two threads on one
+        // breaker contend for this field): each announces itself in its thread's WordReader,
+        // and Dispose waits those out before the breaker can be freed.
+        int gate;
+
+        /// <summary>Takes over the native breaker of <paramref name="h"/> (which is left invalid:
+        /// this object frees the breaker).</summary>
+        internal unsafe Breaker(BreakerHandle h)
+        {
+            raw = h.DangerousGetHandle();
+            h.SetHandleAsInvalid();
+            FastPathC fp;
+            if (Native.holdoff_breaker_fast_path(raw, out fp) != Status.Ok) return;
+            // The permit's recorded flag is set with a 32-bit compare-and-swap on a little-endian
+            // layout (Permit.MarkRecorded).
+            if (fp.Version != FastPathVersion || fp.Word == IntPtr.Zero || fp.AdmitMask == 0 || !BitConverter.IsLittleEndian) return;
+            long mask = Interlocked.CompareExchange(ref admitMask, (long)fp.AdmitMask, 0);
+            if (mask != 0 && mask != (long)fp.AdmitMask) return;
+            word = (ulong*)fp.Word;
+            id = fp.Breaker;
+        }
 
         /// <summary>A closed breaker reading <paramref name="clock"/> (the system clock when null).
         /// Throws InvalidConfigException (an ArgumentException) naming the invalid property and
         /// field; ArgumentNullException for a null <paramref name="options"/>.</summary>
-        public Breaker(BreakerOptions options, Clock clock = null)
+        public Breaker(BreakerOptions options, Clock clock = null) : this(Create(options, clock)) { }
+
+        static BreakerHandle Create(BreakerOptions options, Clock clock)
         {
             if (options == null) throw new ArgumentNullException(nameof(options));
-            Handle = new ConfigJson().Breaker(options).Build(c => c.NewBreaker(clock)).Handle;
+            return new ConfigJson().Breaker(options).Build(c => c.NewBreakerHandle(clock));
         }
 
-        /// <summary>Releases this object (a group's breaker stays in its group).</summary>
-        public void Dispose() { Handle.Dispose(); }
+        /// <summary>Frees a forgotten breaker (nothing can be in flight on an unreachable one).</summary>
+        ~Breaker()
+        {
+            if ((gate & Freed) == 0) Native.holdoff_breaker_free(raw);
+        }
+
+        /// <summary>Whether admissions and clean successes are decided on the fast-path word
+        /// (false when the library reports another layout version).</summary>
+        internal unsafe bool OnWord { get { return word != null; } }
+
+        /// <summary>Whether Dispose has been called (the native breaker may still be waiting for
+        /// calls in flight).</summary>
+        internal bool Closing { get { return Volatile.Read(ref gate) < 0; } }
+
+        /// <summary>The native breaker, for a call between <see cref="Acquire"/> and
+        /// <see cref="Leave"/>.</summary>
+        internal IntPtr Raw { get { return raw; } }
+
+        /// <summary>Releases this object (a group's breaker stays in its group; a policy's stays
+        /// with the policy). Idempotent; every later call on it throws ObjectDisposedException.
+        /// The native breaker is freed at once, or by the last call still in flight.</summary>
+        public void Dispose()
+        {
+            // Closed, and Dispose itself counted in flight until the word's readers are waited
+            // out, so that no call leaving meanwhile frees the breaker under a reader.
+            int g = Volatile.Read(ref gate);
+            while (true)
+            {
+                if ((g & Closed) != 0) return;
+                int seen = Interlocked.CompareExchange(ref gate, (g | Closed) + 1, g);
+                if (seen == g) break;
+                g = seen;
+            }
+            GC.SuppressFinalize(this);
+            if (OnWord) WordReader.WaitOut(this);
+            Leave();
+        }
+
+        /// <summary>Frees the native breaker if Dispose was called, nothing is in flight and it
+        /// was not freed yet.</summary>
+        void Free()
+        {
+            int g = Volatile.Read(ref gate);
+            while ((g & Closed) != 0 && (g & (Freed | InFlight)) == 0)
+            {
+                int seen = Interlocked.CompareExchange(ref gate, g | Freed, g);
+                if (seen == g)
+                {
+                    Native.holdoff_breaker_free(raw);
+                    return;
+                }
+                g = seen;
+            }
+        }
+
+        /// <summary>Enters a section in which the native breaker cannot be freed, or throws
+        /// ObjectDisposedException after Dispose. Pair with one <see cref="Leave"/>.</summary>
+        internal void Acquire()
+        {
+            if (Interlocked.Increment(ref gate) < 0) ThrowDisposed();
+        }
+
+        /// <summary>Leaves the section just entered on a closed gate and throws
+        /// ObjectDisposedException.</summary>
+        void ThrowDisposed()
+        {
+            Leave();
+            throw new ObjectDisposedException(typeof(Breaker).FullName);
+        }
+
+        /// <summary>Leaves a section entered by <see cref="Acquire"/>; the last one out after
+        /// Dispose frees the native breaker.</summary>
+        internal void Leave()
+        {
+            int g = Interlocked.Decrement(ref gate);
+            if (g < 0 && (g & InFlight) == 0) Free();
+        }
+
+        /// <summary>The fast-path word as loaded now (acquire), or <see cref="NoWord"/> when there
+        /// is no usable word or after Dispose.</summary>
+        unsafe ulong Load()
+        {
+            if (word == null) return NoWord;
+            var r = WordReader.Mine();
+            // Announce the read (a full fence), then check Closed: see WordReader.WaitOut.
+            Interlocked.Exchange(ref r.Reading, this);
+            ulong w = Volatile.Read(ref gate) < 0 ? NoWord : Volatile.Read(ref *word);
+            Volatile.Write(ref r.Reading, null);
+            return w;
+        }
+
+        /// <summary>Whether <paramref name="w"/> admits a call without the library.</summary>
+        static bool Admits(ulong w) { return (w & (ulong)admitMask) == 0; }
 
         /// <summary>Ticks the breaker's fleet now: sends what the breaker queued (a trip, a
         /// retry-later, a probe's answer, a claim), makes one exchange with the store (bounded by
@@ -35,7 +175,17 @@ namespace Holdoff
         public FleetSync SyncFleet()
         {
             Interop.FleetSyncC r;
-            Status.Check(Native.holdoff_breaker_sync_fleet(Handle, out r));
+            uint st;
+            Acquire();
+            try
+            {
+                st = Native.holdoff_breaker_sync_fleet(raw, out r);
+            }
+            finally
+            {
+                Leave();
+            }
+            Status.Check(st);
             return new FleetSync(r);
         }
 
@@ -46,49 +196,113 @@ namespace Holdoff
             get
             {
                 byte a;
-                Status.Check(Native.holdoff_breaker_fleet_attached(Handle, out a));
+                uint st;
+                Acquire();
+                try
+                {
+                    st = Native.holdoff_breaker_fleet_attached(raw, out a);
+                }
+                finally
+                {
+                    Leave();
+                }
+                Status.Check(st);
                 return a != 0;
             }
         }
 
         /// <summary>Admits the call (true, with its permit) or refuses it (false, with the refusal
-        /// and a null permit). The only act of admission: never use it as a "ready?" check.</summary>
+        /// and a null permit). The only act of admission: never use it as a "ready?" check.
+        /// ObjectDisposedException after Dispose.</summary>
         public bool TryAllow(out Permit permit, out BreakerOpenException refusal)
         {
-            PermitC p;
             RefusalC r;
-            uint st = Native.holdoff_breaker_allow(Handle, out p, out r);
-            Status.Check(st);
-            if (st == Status.Ok)
+            if (Admit(out permit, out r))
             {
-                permit = new Permit(p);
                 refusal = null;
                 return true;
             }
-            permit = null;
-            refusal = new BreakerOpenException(Units.Opt(r.HasRetryAfter, r.RetryAfterNs), (State)r.State, r.Episode);
+            refusal = Refusal(r);
             return false;
         }
 
-        /// <summary>Admits the call or throws <see cref="BreakerOpenException"/>.</summary>
+        /// <summary>Admits the call (true, with its permit) or refuses it (false and a null
+        /// permit), without building the refusal: for callers that do not read when a probe may
+        /// go, a refusal costs only the call into the library. ObjectDisposedException after
+        /// Dispose.</summary>
+        public bool TryAllow(out Permit permit)
+        {
+            RefusalC r;
+            return Admit(out permit, out r);
+        }
+
+        /// <summary>Admits the call or throws <see cref="BreakerOpenException"/>.
+        /// ObjectDisposedException after Dispose.</summary>
         public Permit Allow()
         {
             Permit p;
-            BreakerOpenException refusal;
-            if (!TryAllow(out p, out refusal)) throw refusal;
+            RefusalC r;
+            if (!Admit(out p, out r)) throw Refusal(r);
             return p;
+        }
+
+        static BreakerOpenException Refusal(RefusalC r)
+        {
+            return new BreakerOpenException(Units.Opt(r.HasRetryAfter, r.RetryAfterNs), (State)r.State, r.Episode);
+        }
+
+        /// <summary>One admission: on the word when it admits, else by the library (true with the
+        /// permit, or false with the refusal filled and a null permit).</summary>
+        bool Admit(out Permit permit, out RefusalC refusal)
+        {
+            ulong w = Load();
+            if (w != NoWord && Admits(w))
+            {
+                permit = new Permit(id, (uint)(w >> 32));
+                refusal = default(RefusalC);
+                return true;
+            }
+            Acquire();
+            PermitC p;
+            uint st;
+            try
+            {
+                st = Native.holdoff_breaker_allow(raw, out p, out refusal);
+            }
+            finally
+            {
+                Leave();
+            }
+            Status.Check(st);
+            permit = st == Status.Ok ? new Permit(p) : null;
+            return st == Status.Ok;
         }
 
         /// <summary>Records the outcome of an admitted call, and says what that did. Throws
         /// PermitException for a second record or a permit of another breaker (which stays
         /// usable); ArgumentNullException for a null <paramref name="permit"/>;
         /// ArgumentOutOfRangeException (ParamName delay) for a retry-later with a negative
-        /// delay.</summary>
-        public Effect Record(Permit permit, Outcome outcome)
+        /// delay; ObjectDisposedException after Dispose.</summary>
+        public unsafe Effect Record(Permit permit, Outcome outcome)
         {
             if (permit == null) throw new ArgumentNullException("permit");
-            uint effect;
-            Status.Check(Native.holdoff_breaker_record(Handle, ref permit.Raw, (uint)outcome.Kind, outcome.DelayNs(), out effect));
+            ulong delayNs = outcome.DelayNs();
+            // A clean success: closed in the permit's episode with no failure pending and no flag,
+            // so the library's record would change nothing but the permit's flag.
+            if (outcome.Kind == OutcomeKind.Success && permit.Raw.RawProbe == 0 && permit.Raw.RawBreaker == id
+                && Load() == (ulong)permit.Raw.RawEpisode << 32 && permit.MarkRecorded())
+                return Effect.Counted;
+            Acquire();
+            uint st, effect;
+            try
+            {
+                st = Native.holdoff_breaker_record(raw, ref permit.Raw, (uint)outcome.Kind, delayNs, out effect);
+            }
+            finally
+            {
+                Leave();
+            }
+            Status.Check(st);
             return (Effect)effect;
         }
 
@@ -96,19 +310,51 @@ namespace Holdoff
         /// when refused, otherwise runs <paramref name="fn"/> with <paramref name="ct"/> and records
         /// what it came to (an exception as <see cref="Outcome.Classify"/> says; the cancellation of
         /// <paramref name="ct"/>, and a programming error, as cancelled, which moves nothing), then
-        /// rethrows its exception unchanged. ArgumentNullException for a null <paramref name="fn"/>.</summary>
+        /// rethrows its exception unchanged. Every exception but ArgumentNullException (for a null
+        /// <paramref name="fn"/>) is in the returned task. A call admitted on the fast-path word
+        /// whose task is already complete and successful costs no allocation.</summary>
         public Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
         {
             if (fn == null) throw new ArgumentNullException("fn");
-            return Protect(fn, ct);
-        }
-
-        async Task Protect(Func<CancellationToken, Task> fn, CancellationToken ct)
-        {
-            Permit p = Allow();
+            ulong w = Load();
+            if (w == NoWord || !Admits(w)) return Protect(null, fn, null, null, ct);
+            uint episode = (uint)(w >> 32);
+            Task t;
             try
             {
-                await fn(ct).ConfigureAwait(false);
+                t = fn(ct);
+            }
+            catch (Exception e)
+            {
+                return Protect(new Permit(id, episode), null, null, ExceptionDispatchInfo.Capture(e), ct);
+            }
+            if (t == null || t.Status != TaskStatus.RanToCompletion)
+                return Protect(new Permit(id, episode), null, t, null, ct);
+            if (Load() != (ulong)episode << 32)
+            {
+                try
+                {
+                    Record(new Permit(id, episode), Outcome.Success);
+                }
+                catch (Exception e)
+                {
+                    // Dispose raced with the call: in the task, as for every other exception.
+                    return Task.FromException(e);
+                }
+            }
+            return Task.CompletedTask;
+        }
+
+        /// <summary>ExecuteAsync's path through the async machinery: admits through the library
+        /// when <paramref name="p"/> is null; runs <paramref name="fn"/> unless it already ran
+        /// (null), having returned <paramref name="started"/> or thrown <paramref name="thrown"/>.</summary>
+        async Task Protect(Permit p, Func<CancellationToken, Task> fn, Task started, ExceptionDispatchInfo thrown, CancellationToken ct)
+        {
+            if (p == null) p = Allow();
+            try
+            {
+                if (thrown != null) thrown.Throw();
+                await (fn != null ? fn(ct) : started).ConfigureAwait(false);
             }
             catch (Exception e)
             {
@@ -123,7 +369,17 @@ namespace Holdoff
         public Snapshot Snapshot()
         {
             SnapshotC s;
-            Status.Check(Native.holdoff_breaker_snapshot(Handle, out s));
+            uint st;
+            Acquire();
+            try
+            {
+                st = Native.holdoff_breaker_snapshot(raw, out s);
+            }
+            finally
+            {
+                Leave();
+            }
+            Status.Check(st);
             return new Snapshot(s);
         }
 
@@ -136,7 +392,17 @@ namespace Holdoff
             while (true)
             {
                 UIntPtr n;
-                Status.Check(Native.holdoff_breaker_drain_events(Handle, buf, (UIntPtr)buf.Length, out n));
+                uint st;
+                Acquire();
+                try
+                {
+                    st = Native.holdoff_breaker_drain_events(raw, buf, (UIntPtr)buf.Length, out n);
+                }
+                finally
+                {
+                    Leave();
+                }
+                Status.Check(st);
                 for (int i = 0; i < (int)n; i++) outList.Add(new StateChange(buf[i]));
                 if ((int)n < buf.Length) return outList;
             }
@@ -152,17 +418,43 @@ namespace Holdoff
         public IReadOnlyList<MetricReading> Metrics()
         {
             MetricListHandle list;
-            Status.Check(Native.holdoff_breaker_metrics(Handle, out list));
+            uint st;
+            Acquire();
+            try
+            {
+                st = Native.holdoff_breaker_metrics(raw, out list);
+            }
+            finally
+            {
+                Leave();
+            }
+            Status.Check(st);
             return MetricReading.Read(list);
         }
 
         /// <summary>Refuses every call until <see cref="Reset"/> (an operator's act; a new episode).</summary>
-        public void ForceOpen() { Status.Check(Native.holdoff_breaker_force_open(Handle)); }
+        public void ForceOpen() { Act(Native.holdoff_breaker_force_open); }
 
         /// <summary>Admits every call and never trips until <see cref="Reset"/> (a new episode).</summary>
-        public void Disable() { Status.Check(Native.holdoff_breaker_disable(Handle)); }
+        public void Disable() { Act(Native.holdoff_breaker_disable); }
 
         /// <summary>Closes the breaker with its counts cleared (a new episode).</summary>
-        public void Reset() { Status.Check(Native.holdoff_breaker_reset(Handle)); }
+        public void Reset() { Act(Native.holdoff_breaker_reset); }
+
+        /// <summary>One operator's act on the native breaker.</summary>
+        void Act(Func<IntPtr, uint> act)
+        {
+            uint st;
+            Acquire();
+            try
+            {
+                st = act(raw);
+            }
+            finally
+            {
+                Leave();
+            }
+            Status.Check(st);
+        }
     }
 }

@@ -90,7 +90,13 @@ namespace Holdoff
         /// <paramref name="clock"/> (the system clock when null).</summary>
         public Breaker NewBreaker(Clock clock = null)
         {
-            return new Breaker(Make<BreakerHandle>(Native.holdoff_breaker_new, clock));
+            return new Breaker(NewBreakerHandle(clock));
+        }
+
+        /// <summary>The native breaker <see cref="NewBreaker"/> wraps.</summary>
+        internal BreakerHandle NewBreakerHandle(Clock clock)
+        {
+            return Make<BreakerHandle>(Native.holdoff_breaker_new, clock);
         }
 
         /// <summary>A group whose template is the breaker part (the core's defaults without one),

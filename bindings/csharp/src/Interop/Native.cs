@@ -1,5 +1,6 @@
 // P/Invoke declarations of include/holdoff.h. Only blittable signatures: integers, IntPtr,
-// byte for uint8_t, and structs of those.
+// byte for uint8_t, and structs of those. A holdoff_breaker* is an IntPtr: Breaker owns it and
+// keeps it alive across each call itself (Breaker.Acquire), without a SafeHandle.
 using System;
 using System.Runtime.InteropServices;
 
@@ -52,15 +53,16 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_classifier_new(ConfigHandle config, out ClassifierHandle classifier);
 
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_free(IntPtr breaker);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_allow(BreakerHandle breaker, out PermitC permit, out RefusalC refusal);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_record(BreakerHandle breaker, ref PermitC permit, uint outcome, ulong retryLaterNs, out uint effect);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_snapshot(BreakerHandle breaker, out SnapshotC snapshot);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_drain_events(BreakerHandle breaker, [Out] StateChangeC[] events, UIntPtr capacity, out UIntPtr len);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_force_open(BreakerHandle breaker);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_disable(BreakerHandle breaker);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_reset(BreakerHandle breaker);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_sync_fleet(BreakerHandle breaker, out FleetSyncC sync);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_fleet_attached(BreakerHandle breaker, out byte attached);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_allow(IntPtr breaker, out PermitC permit, out RefusalC refusal);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_record(IntPtr breaker, ref PermitC permit, uint outcome, ulong retryLaterNs, out uint effect);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_fast_path(IntPtr breaker, out FastPathC fastPath);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_snapshot(IntPtr breaker, out SnapshotC snapshot);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_drain_events(IntPtr breaker, [Out] StateChangeC[] events, UIntPtr capacity, out UIntPtr len);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_force_open(IntPtr breaker);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_disable(IntPtr breaker);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_reset(IntPtr breaker);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_sync_fleet(IntPtr breaker, out FleetSyncC sync);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_fleet_attached(IntPtr breaker, out byte attached);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_memory_store_control(byte[] name, UIntPtr nameLen, uint action);
         [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_fleet_state_name(uint state);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_group_free(IntPtr group);
@@ -90,7 +92,7 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_classifier_free(IntPtr classifier);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_classifier_classify(ClassifierHandle classifier, long status, HeaderC[] headers, UIntPtr n, ulong wallNowUnixNs, out ClassificationC result);
 
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_new(BreakerHandle breaker, RetryBudgetHandle budget, RetryQuotaHandle quota, ClassifierHandle classifier, out PolicyHandle policy);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_new(IntPtr breaker, RetryBudgetHandle budget, RetryQuotaHandle quota, ClassifierHandle classifier, out PolicyHandle policy);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_free(IntPtr policy);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_call_new(out PolicyCallHandle call);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_call_free(IntPtr call);
@@ -113,7 +115,7 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_metric_count();
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_metric_describe(uint metric, out MetricInfoC info);
         [DllImport(Lib, CallingConvention = Cc)] public static extern IntPtr holdoff_metric_attribute_value(uint metric, uint index);
-        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_metrics(BreakerHandle breaker, out MetricListHandle list);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_metrics(IntPtr breaker, out MetricListHandle list);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_policy_metrics(PolicyHandle policy, out MetricListHandle list);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_retry_quota_metrics(RetryQuotaHandle quota, out MetricListHandle list);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_group_metrics(BreakerGroupHandle group, out MetricListHandle list);

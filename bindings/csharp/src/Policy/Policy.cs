@@ -49,9 +49,19 @@ namespace Holdoff
         static PolicyHandle New(Breaker breaker, RetryBudget budget, RetryQuota quota, Classifier classifier)
         {
             PolicyHandle h;
-            Status.Check(Native.holdoff_policy_new(breaker.Handle, budget.Handle,
-                quota != null ? quota.Handle : new RetryQuotaHandle(),
-                classifier != null ? classifier.Handle : new ClassifierHandle(), out h));
+            uint st;
+            breaker.Acquire();
+            try
+            {
+                st = Native.holdoff_policy_new(breaker.Raw, budget.Handle,
+                    quota != null ? quota.Handle : new RetryQuotaHandle(),
+                    classifier != null ? classifier.Handle : new ClassifierHandle(), out h);
+            }
+            finally
+            {
+                breaker.Leave();
+            }
+            Status.Check(st);
             return h;
         }
 
