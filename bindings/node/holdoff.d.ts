@@ -727,6 +727,7 @@ export declare class Policy {
    * Runs `fn` with retries, each attempt with its own signal. Resolves to the value (a success or
    * a value classified as an answer); rejects with the operation's own error (a final answer,
    * a programming error), `BreakerOpenError`, `GiveUpError`, or the caller's `signal.reason`.
+   * An arrow function with no parameters (`async () => ...`) cannot see the signal: none is made.
    */
   execute<T>(fn: (signal: AbortSignal) => T | PromiseLike<T>, options?: ExecuteOptions<T>): Promise<T>
   /**

@@ -346,6 +346,21 @@ class Permit {
 // The core's state names by code, as refusal codes carry them.
 const STATES = native.stateNames()
 
+// The fast-path word (docs/ffi.md "The fast-path word"): the core's 64-bit breaker word, read in
+// place through an external buffer as two 32-bit halves, low (state bits 0..3, counting flag bit
+// 3, timed flag bit 4, failures from bit 5) then high (the episode), as a little-endian machine
+// lays them out. A call is admitted without a native call when `low & admitMask` is 0, with the
+// word's episode; a success of such a permit needs none when the word is exactly that episode
+// and nothing else. JavaScript has no 64-bit atomic load but BigInt's, so the halves are read
+// one after the other, low first: the episode only grows, so when the high half read second
+// equals an episode read before the low half (the breaker's last seen one, or the permit's own),
+// the low half belongs to that episode. Layout version and mask come from the core; another
+// version, or a big-endian machine, never reads the word.
+const [FAST_PATH_VERSION, FAST_ADMIT_MASK] = native.fastPathLayout()
+const FAST_PATH = FAST_PATH_VERSION === 1 && new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+// The view of a breaker without a word: its low half never admits nor matches a success.
+const NO_WORD = new Uint32Array([0xffffffff, 0])
+
 function slowPermit(r) {
   return new Permit(r.breaker, r.rawEpisode, r.probeId, r.episode, r.probe)
 }
@@ -361,8 +376,13 @@ let breakerHandleOf
 class Breaker extends EventEmitter {
   #h
   #id
+  // The fast-path word as a Uint32Array (low half, high half), made on first use.
+  #word
+  // An episode the word has shown (episodes only grow): a lower bound for the next read.
+  #seen = 0
   #listening = false
-  #pending = []
+  // Events taken from the core and not yet emitted (null until there are some).
+  #pending = null
   #emitting = false
 
   constructor(options, handle) {
@@ -374,33 +394,59 @@ class Breaker extends EventEmitter {
       this.#h = native.breakerNew(opts, clock)
     }
     this.#id = native.breakerId(this.#h)
-    this.#watch()
   }
 
-  // The core feeds the listener queue only while someone listens to 'stateChange'.
-  #onNew = (name) => {
+  // The core feeds the listener queue only while someone listens to 'stateChange'. Every way of
+  // adding or removing a listener comes through these overrides (EventEmitter's `once` and
+  // `prependOnceListener` add with `on` and `prependListener`, its once-wrapper removes with
+  // `removeListener`): no per-breaker 'newListener' hooks to keep.
+  #heard(name) {
     if (name === 'stateChange' && !this.#listening) {
       native.breakerListen(this.#h, true)
       this.#listening = true
     }
   }
 
-  #onRemoved = (name) => {
-    if (name === 'stateChange' && this.#listening && this.listenerCount('stateChange') === 0) {
+  #unheard() {
+    if (this.#listening && this.listenerCount('stateChange') === 0) {
       native.breakerListen(this.#h, false)
       this.#listening = false
     }
   }
 
-  #watch() {
-    if (!this.listeners('newListener').includes(this.#onNew)) this.on('newListener', this.#onNew)
-    if (!this.listeners('removeListener').includes(this.#onRemoved)) this.on('removeListener', this.#onRemoved)
+  on(name, listener) {
+    super.on(name, listener)
+    this.#heard(name)
+    return this
+  }
+
+  addListener(name, listener) {
+    super.addListener(name, listener)
+    this.#heard(name)
+    return this
+  }
+
+  prependListener(name, listener) {
+    super.prependListener(name, listener)
+    this.#heard(name)
+    return this
+  }
+
+  off(name, listener) {
+    super.off(name, listener)
+    this.#unheard()
+    return this
+  }
+
+  removeListener(name, listener) {
+    super.removeListener(name, listener)
+    this.#unheard()
+    return this
   }
 
   removeAllListeners(...args) {
     super.removeAllListeners(...args)
-    this.#onRemoved('stateChange')
-    this.#watch()
+    this.#unheard()
     return this
   }
 
@@ -413,11 +459,35 @@ class Breaker extends EventEmitter {
     return this.#id
   }
 
+  #wordView() {
+    const buf = FAST_PATH ? native.breakerFastPathWord(this.#h) : null
+    this.#word = buf === null ? NO_WORD : new Uint32Array(buf)
+    this.#seen = Atomics.load(this.#word, 1)
+    return this.#word
+  }
+
+  // Admission on the word: the low half admits (closed, not counting), then the high half is the
+  // episode seen before, so the low half was read in that episode too (it lies between the two
+  // readings of it); the permit gets that episode. Another episode is remembered and the call
+  // goes to the core this once. Two atomic loads: Node 20 does not inline Atomics.load, so each
+  // costs a builtin call.
+  #fastAdmit() {
+    const w = this.#word ?? this.#wordView()
+    if ((Atomics.load(w, 0) & FAST_ADMIT_MASK) !== 0) return false
+    const hi = Atomics.load(w, 1)
+    if (hi === this.#seen) return true
+    this.#seen = hi
+    return false
+  }
+
   #flush() {
     const evs = native.breakerTakeListened(this.#h)
-    if (evs !== null) for (const e of evs) this.#pending.push(e)
+    if (evs !== null) {
+      if (this.#pending === null) this.#pending = evs
+      else for (const e of evs) this.#pending.push(e)
+    }
     // A listener that calls into the breaker lands here again: its events wait their turn.
-    if (this.#emitting) return
+    if (this.#emitting || this.#pending === null) return
     this.#emitting = true
     try {
       while (this.#pending.length > 0) {
@@ -436,6 +506,7 @@ class Breaker extends EventEmitter {
       }
     } finally {
       this.#emitting = false
+      if (this.#pending.length === 0) this.#pending = null
     }
   }
 
@@ -464,6 +535,7 @@ class Breaker extends EventEmitter {
    * episode }`). This is the only act of admission: there is no separate "ready?" check.
    */
   tryAllow() {
+    if (this.#fastAdmit()) return new Permit(this.#id, this.#seen, 0, 0, false)
     const r = native.breakerAllow(this.#h)
     if (r >= 0) return new Permit(this.#id, r, 0, 0, false)
     return this.#slowAllow(r)
@@ -471,6 +543,7 @@ class Breaker extends EventEmitter {
 
   /** As `tryAllow()`, but a refusal throws `BreakerOpenError`. */
   allow() {
+    if (this.#fastAdmit()) return new Permit(this.#id, this.#seen, 0, 0, false)
     const r = native.breakerAllow(this.#h)
     if (r >= 0) return new Permit(this.#id, r, 0, 0, false)
     const out = this.#slowAllow(r)
@@ -486,6 +559,17 @@ class Breaker extends EventEmitter {
   record(permit, outcome) {
     if (!(permit instanceof Permit)) {
       throw typeError('invalid_input', `invalid input: permit must be a Permit from allow(), got ${describe(permit)}`, 'permit')
+    }
+    if (outcome === 'success' && permit._probeId === 0 && permit._breaker === this.#id && !permit._recorded) {
+      // A clean success needs no native call when the word says closed in the permit's episode,
+      // no failure pending, no flag: recording it would change nothing (the core counts it).
+      // Low half 0, then high half the permit's episode: the episode was the permit's when the
+      // low half was read too (it was admitted in that episode, and episodes only grow).
+      const w = this.#word ?? this.#wordView()
+      if (Atomics.load(w, 0) === 0 && Atomics.load(w, 1) === permit._rawEpisode) {
+        permit._recorded = true
+        return 'counted'
+      }
     }
     const code = outcomeOf(outcome)
     if (permit._recorded) throw permit._breaker === this.#id ? alreadyRecorded() : foreignPermit()
@@ -709,13 +793,39 @@ function memoryStoreReset(name) {
 let budgetHandleOf
 let retryStateHandleOf
 
-/** The budget's per-call state (the core's `RetryState`): one per logical call. */
+const [DECISION_KINDS, WAIT_SOURCES, GIVE_UP_REASONS] = native.decisionNames()
+
+// A decision from native.budgetDecideCode's packed codes (kind + 4 * (source + 1) + 64 *
+// (reason + 1) + 4096 * capped + 8192 * hasServerDelay) and its two numbers, in the shape (and
+// key order) of the core's decision: { decision, delayMs?, source?, reason?, serverDelayMs?,
+// capped? }.
+function decisionOf(packed, out) {
+  const kind = DECISION_KINDS[packed % 4]
+  const source = Math.floor(packed / 4) % 16
+  const reason = Math.floor(packed / 64) % 64
+  const capped = Math.floor(packed / 4096) % 2 === 1
+  const hasServerDelay = packed >= 8192
+  if (kind === 'done') return { decision: kind }
+  if (kind === 'retry') {
+    return { decision: kind, delayMs: out[0], source: WAIT_SOURCES[source - 1], serverDelayMs: hasServerDelay ? out[1] : null, capped }
+  }
+  return { decision: kind, reason: GIVE_UP_REASONS[reason - 1], serverDelayMs: hasServerDelay ? out[1] : null }
+}
+
+let retryStateAdopt
+// Added to native.budgetDecideFresh's number when the decision changed the fresh state.
+const STATE_KEPT = 16384
+
+/**
+ * The budget's per-call state (the core's `RetryState`): one per logical call. Its native state
+ * is made by the first decision that changes it (until then it is the fresh state: no retries,
+ * no first failure), so that a call decided once at no cost to its state costs no native object.
+ */
 class RetryState {
   #h
 
-  constructor(handle) {
-    if (handle === undefined) throw typeError('invalid_input', 'a RetryState comes from budget.newCall()', 'state')
-    this.#h = handle
+  constructor(token) {
+    if (token !== FROM_HANDLE) throw typeError('invalid_input', 'a RetryState comes from budget.newCall()', 'state')
   }
 
   static {
@@ -725,16 +835,19 @@ class RetryState {
       }
       return s.#h
     }
+    retryStateAdopt = (s, h) => {
+      s.#h = h
+    }
   }
 
   /** Retries taken on the counted path. */
   get retries() {
-    return native.retryStateRetries(this.#h)
+    return this.#h === undefined ? 0 : native.retryStateRetries(this.#h)
   }
 
   /** When the counted path started for this call (ms on the clock), or `null`. */
   get firstFailureMs() {
-    return native.retryStateFirstFailureMs(this.#h)
+    return this.#h === undefined ? null : native.retryStateFirstFailureMs(this.#h)
   }
 }
 
@@ -745,6 +858,9 @@ class RetryState {
  */
 class RetryBudget {
   #h
+  // The native decision's two numbers (delayMs, serverDelayMs), read in place after
+  // budgetDecideCode; null where the runtime refuses external buffers. Made on first use.
+  #out
 
   constructor(options) {
     const [opts, clock] = splitClock(options)
@@ -757,7 +873,7 @@ class RetryBudget {
 
   /** The state of a fresh logical call, for `decide`. */
   newCall() {
-    return new RetryState(native.retryStateNew())
+    return new RetryState(FROM_HANDLE)
   }
 
   /**
@@ -766,7 +882,25 @@ class RetryBudget {
    */
   decide(state, outcome) {
     const code = outcomeOf(outcome)
-    return native.budgetDecide(this.#h, retryStateHandleOf(state), code, retryLaterMsOf(code, outcome))
+    const s = retryStateHandleOf(state)
+    const later = retryLaterMsOf(code, outcome)
+    if (this.#out === undefined) {
+      const buf = native.budgetOut(this.#h)
+      this.#out = buf === null ? null : new Float64Array(buf)
+    }
+    if (this.#out === null) {
+      if (s !== undefined) return native.budgetDecide(this.#h, s, code, later)
+      const made = native.retryStateNew()
+      retryStateAdopt(state, made)
+      return native.budgetDecide(this.#h, made, code, later)
+    }
+    if (s !== undefined) return decisionOf(native.budgetDecideCode(this.#h, s, code, later), this.#out)
+    let packed = native.budgetDecideFresh(this.#h, code, later)
+    if (packed >= STATE_KEPT) {
+      packed -= STATE_KEPT
+      retryStateAdopt(state, native.retryStateTake(this.#h))
+    }
+    return decisionOf(packed, this.#out)
   }
 
   /** When the current rate-limit episode started (ms on the clock), or `null`. */
@@ -1128,10 +1262,127 @@ function resendable(input, init) {
   )
 }
 
+// How many finished execution handles a policy keeps for its next calls.
+const IDLE_EXECUTIONS = 8
+
 // How one attempt ended.
 const TIMED_OUT = 1 // its time limit
 const ABORTED = 2 // the caller's signal
 const BROKEN_SLEEP = 3 // the sleep behind its time limit failed
+
+const functionSource = Function.prototype.toString
+
+// Whether `fn` cannot see the arguments it is called with: an arrow function (it has no
+// `arguments` of its own) whose parameter list is empty, as its source text shows. Anything
+// else (a parameter, a default, a rest parameter, a comment, a bound or native function) is
+// taken to see them.
+let lastTakesNoArgs
+function takesNoArgs(fn) {
+  if (fn === lastTakesNoArgs) return true
+  if (fn.length !== 0) return false
+  const src = functionSource.call(fn)
+  let i = src.startsWith('async') ? 5 : 0
+  while (src.charCodeAt(i) === 32) i++
+  if (src.charCodeAt(i) !== 40) return false // (
+  i++
+  while (src.charCodeAt(i) === 32) i++
+  if (src.charCodeAt(i) !== 41) return false // )
+  i++
+  while (src.charCodeAt(i) === 32) i++
+  if (!src.startsWith('=>', i)) return false
+  lastTakesNoArgs = fn
+  return true
+}
+
+// Attempt limits on the global timers, armed when the event loop next turns (setImmediate)
+// rather than when the attempt starts: an attempt that settles within its own turn (a resolved
+// or cached answer) never touches Node's timer lists, whose creation and removal cost more than
+// the rest of the call. When armed, a limit is shortened by the time since the first limit of
+// that turn was deferred: no later than a timer set at the attempt's start would fire (Node's
+// own timers count from the loop's time, taken when the turn began), and never earlier.
+let pendingLimits = []
+let limitsSince = -1
+
+function armLimits() {
+  const due = pendingLimits
+  const ran = performance.now() - limitsSince
+  pendingLimits = []
+  limitsSince = -1
+  for (const a of due) if (!a.settled) a.arm(Math.max(0, Math.ceil(a.limitMs - ran)))
+}
+
+/**
+ * One attempt in flight (see `runAttempt`): the listener of the caller's signal (`handleEvent`),
+ * the target of its time limit, and the one place it settles.
+ */
+class Attempt {
+  constructor(resolve, signal, ac, limitMs) {
+    this.resolve = resolve
+    // The caller's signal, or undefined.
+    this.signal = signal
+    // The attempt's own controller, or undefined for a function that cannot see its signal.
+    this.ac = ac
+    this.limitMs = limitMs
+    this.settled = false
+    // Cancels the timer behind the limit once armed; undefined before.
+    this.cancelTimer = undefined
+  }
+
+  // The limit on the global timers, at the next turn of the event loop (`armLimits`).
+  deferLimit() {
+    pendingLimits.push(this)
+    if (limitsSince < 0) {
+      limitsSince = performance.now()
+      setImmediate(armLimits)
+    }
+  }
+
+  arm(ms) {
+    this.cancelTimer = startTimer(ms, () => this.expire())
+  }
+
+  settle(r) {
+    if (this.settled) return
+    this.settled = true
+    this.signal?.removeEventListener('abort', this)
+    if (this.cancelTimer !== undefined) {
+      this.cancelTimer()
+    } else if (pendingLimits[pendingLimits.length - 1] === this) {
+      // Not armed yet: calls made one after another within one turn each take their entry back
+      // off the end, so the queue does not grow with them.
+      pendingLimits.pop()
+    }
+    this.resolve(r)
+  }
+
+  // Only these abort the attempt's signal, so they settle it themselves (a listener on the
+  // attempt's own signal would cost an EventTarget registration per attempt).
+  abort(reason, ended) {
+    if (this.settled) return
+    let error = reason
+    if (this.ac !== undefined) {
+      this.ac.abort(reason)
+      error = this.ac.signal.reason
+    }
+    this.settle({ threw: true, error, ended })
+  }
+
+  broken(error) {
+    if (this.settled) return
+    // The attempt is abandoned: the operation must not run on with a live signal.
+    this.ac?.abort(error)
+    this.settle({ threw: true, error, ended: BROKEN_SLEEP })
+  }
+
+  expire() {
+    this.abort(new DOMException(`the attempt ran into its time limit of ${this.limitMs} ms`, 'TimeoutError'), TIMED_OUT)
+  }
+
+  // The caller's signal aborted.
+  handleEvent() {
+    this.abort(this.signal.reason, ABORTED)
+  }
+}
 
 /**
  * Runs one attempt: `fn(signal)` with the attempt's own signal, which aborts when the caller's
@@ -1141,64 +1392,41 @@ const BROKEN_SLEEP = 3 // the sleep behind its time limit failed
  * is not waited for. A `sleep` that throws or rejects by itself (not aborted) is broken: the
  * attempt is abandoned, its signal aborted with that error, and it settles with `{ threw, error,
  * ended: BROKEN_SLEEP }` (`fn` not called when `sleep` throws at once). Never rejects.
+ * A function that cannot see its argument (`takesNoArgs`) gets no signal made for it: nothing
+ * could observe it, and an AbortSignal costs Node 20 several microseconds.
  */
 function runAttempt(fn, limitMs, signal, sleepOption) {
   return new Promise((resolve) => {
-    const ac = new AbortController()
-    const own = ac.signal
-    let settled = false
-    let cancelTimer
-    const settle = (r) => {
-      if (settled) return
-      settled = true
-      signal?.removeEventListener('abort', onCaller)
-      cancelTimer?.()
-      resolve(r)
-    }
-    // Only these abort the attempt's signal, so they settle it themselves (a listener on the
-    // attempt's own signal would cost an EventTarget registration per attempt).
-    const abort = (reason, ended) => {
-      if (settled) return
-      ac.abort(reason)
-      settle({ threw: true, error: own.reason, ended })
-    }
-    const broken = (error) => {
-      if (settled) return
-      // The attempt is abandoned: the operation must not run on with a live signal.
-      ac.abort(error)
-      settle({ threw: true, error, ended: BROKEN_SLEEP })
-    }
-    const onCaller = () => abort(signal.reason, ABORTED)
+    const a = new Attempt(resolve, signal, takesNoArgs(fn) ? undefined : new AbortController(), limitMs)
     if (limitMs !== Infinity) {
-      const expire = () => abort(new DOMException(`the attempt ran into its time limit of ${limitMs} ms`, 'TimeoutError'), TIMED_OUT)
       if (sleepOption === undefined) {
-        cancelTimer = startTimer(limitMs, expire)
+        a.deferLimit()
       } else {
         const timer = new AbortController()
-        cancelTimer = () => timer.abort()
+        a.cancelTimer = () => timer.abort()
         let slept
         try {
           slept = sleepOption(limitMs, timer.signal)
         } catch (error) {
-          broken(error)
+          a.broken(error)
           return
         }
-        Promise.resolve(slept).then(expire, (error) => {
-          if (!timer.signal.aborted) broken(error)
+        Promise.resolve(slept).then(() => a.expire(), (error) => {
+          if (!timer.signal.aborted) a.broken(error)
         })
       }
     }
-    signal?.addEventListener('abort', onCaller, { once: true })
+    signal?.addEventListener('abort', a, { once: true })
     let p
     try {
-      p = fn(own)
+      p = a.ac === undefined ? fn() : fn(a.ac.signal)
     } catch (e) {
-      settle({ threw: true, error: e })
+      a.settle({ threw: true, error: e })
       return
     }
     Promise.resolve(p).then(
-      (value) => settle({ threw: false, value }),
-      (error) => settle({ threw: true, error }),
+      (value) => a.settle({ threw: false, value }),
+      (error) => a.settle({ threw: true, error }),
     )
   })
 }
@@ -1210,6 +1438,8 @@ function runAttempt(fn, limitMs, signal, sleepOption) {
  */
 class Policy {
   #h
+  // Handles of finished calls of the retry helpers, started again by the next calls.
+  #idle = []
   #breaker
   #ownsBreaker
   #budget
@@ -1365,7 +1595,8 @@ class Policy {
     const o = execOptions(options, http)
     const signal = o.signal
     signal?.throwIfAborted()
-    const exec = native.execNew(this.#h, o.attemptTimeoutMs, o.totalTimeoutMs)
+    const pool = this.#idle
+    const exec = pool.length > 0 ? pool.pop() : native.execNew()
     const breaker = this.#breaker
     const wait = o.sleep ?? sleep
     let last
@@ -1373,7 +1604,9 @@ class Policy {
     // reported, STEP_WAIT a wait, <= -2 finished.
     let step
     try {
-      step = native.execNext(exec)
+      step = o.attemptTimeoutMs === undefined && o.totalTimeoutMs === undefined
+        ? native.execStartDefault(exec, this.#h)
+        : native.execStart(exec, this.#h, o.attemptTimeoutMs, o.totalTimeoutMs)
       breaker._deliver()
       for (;;) {
         if (step > 0) {
@@ -1452,6 +1685,9 @@ class Policy {
         // A hook or the sleep threw during a wait: the retry is not made, its tokens go back.
         native.execCancel(exec)
         breaker._deliver()
+      } else if (step <= -2 && pool.length < IDLE_EXECUTIONS) {
+        // Finished (its verdict already read): the handle serves the next call.
+        pool.push(exec)
       }
     }
   }
@@ -1482,7 +1718,7 @@ class Policy {
       }
       return native.execCompleteResponse(exec, r.status, flatHeaders(r.headers))
     }
-    if (o.classifyResult === undefined) return native.execComplete(exec, RETURNED, OUTCOME_CODES.success, 0)
+    if (o.classifyResult === undefined) return native.execSucceeded(exec)
     const outcome = o.classifyResult(last.value)
     const code = outcomeOf(outcome)
     return native.execComplete(exec, RETURNED, code, retryLaterMsOf(code, outcome))

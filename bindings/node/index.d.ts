@@ -62,6 +62,16 @@ export declare function breakerDisable(h: ExternalObject<BreakerBox>): void
 /** The state changes queued since the last drain (the core's queue). */
 export declare function breakerDrainEvents(h: ExternalObject<BreakerBox>): unknown[]
 
+/**
+ * The breaker's fast-path word as an 8-byte external `ArrayBuffer` over the core's `AtomicU64`
+ * (read it with `Atomics.load` on a `Uint32Array`: little-endian, low half first), or `null`
+ * when the word cannot be shared in place: a big-endian platform, or a runtime that refuses
+ * external buffers (it would copy the word, and a copy goes stale). The buffer's finalizer holds
+ * a clone of the breaker, so the word outlives every JavaScript view of it. Call once per
+ * breaker object.
+ */
+export declare function breakerFastPathWord(h: ExternalObject<BreakerBox>): unknown | null
+
 /** Whether the breaker follows a fleet now (`false` without a fleet, while detached, after close). */
 export declare function breakerFleetAttached(h: ExternalObject<BreakerBox>): boolean
 
@@ -116,14 +126,40 @@ export declare function breakerSyncFleet(h: ExternalObject<BreakerBox>): Promise
 /** Takes the state changes the listener queued, or `null` if there are none. */
 export declare function breakerTakeListened(h: ExternalObject<BreakerBox>): unknown[] | null
 
-/** Decides what to do after an answer (outcome codes as in `breakerRecord`). */
+/**
+ * Decides what to do after an answer (outcome codes as in `breakerRecord`): the decision
+ * object (`decision_object`). `holdoff.js` uses it only where external buffers are refused.
+ */
 export declare function budgetDecide(h: ExternalObject<BudgetBox>, state: ExternalObject<RetryStateBox>, outcomeCode: number, retryLaterMs: number): object
+
+/**
+ * `budget_decide` without building an object (a decision object built natively costs several
+ * times the decision): returns `kind + 4 * (source + 1) + 64 * (reason + 1) + 4096 * capped +
+ * 8192 * hasServerDelay` (codes indexing `decisionNames()`, `+ 1` terms 0 when absent); a retry's
+ * `delayMs` and the `serverDelayMs` are then in the budget's out buffer (`budgetOut`).
+ */
+export declare function budgetDecideCode(h: ExternalObject<BudgetBox>, state: ExternalObject<RetryStateBox>, outcomeCode: number, retryLaterMs: number): number
+
+/**
+ * `budget_decide_code` for a call that has no state yet (`budget.newCall()` makes none until a
+ * decision changes it: most calls end with a decision that leaves it fresh). Decides on a fresh
+ * state; if the decision changed it, adds 16384 to the number and keeps the state for
+ * `retry_state_take`.
+ */
+export declare function budgetDecideFresh(h: ExternalObject<BudgetBox>, outcomeCode: number, retryLaterMs: number): number
 
 /** When the current rate-limit episode started (ms on the budget's clock), or `null`. */
 export declare function budgetEpisodeStartMs(h: ExternalObject<BudgetBox>): number | null
 
 /** A retry budget from options; `RangeError`/`TypeError` `invalid_config`. */
 export declare function budgetNew(options: unknown, clock?: ExternalObject<ClockBox> | undefined | null): ExternalObject<BudgetBox>
+
+/**
+ * The budget's out buffer (`budget_decide_code`) as a 16-byte external `ArrayBuffer`, to view as
+ * a `Float64Array` (`[delayMs, serverDelayMs]`), or `null` when the runtime refuses external
+ * buffers (the caller then uses `budget_decide`). Call once per budget object.
+ */
+export declare function budgetOut(h: ExternalObject<BudgetBox>): unknown | null
 
 /**
  * Classifies a response: `{ outcome, retryLaterMs, hint, source, shouldRetry }`; `RangeError`
@@ -156,6 +192,12 @@ export declare function clockWallNowUnixMs(c: ExternalObject<ClockBox>): number
 export declare function clockWallOriginUnixMs(c: ExternalObject<ClockBox>): number
 
 /**
+ * The core's names for a decision's parts, indexed by the codes `budget_decide_code` packs:
+ * `[kinds, sources, reasons]`.
+ */
+export declare function decisionNames(): Array<Array<string>>
+
+/**
  * The caller cancelled (during a wait, or an attempt the helper abandons): records an attempt
  * in progress as cancelled and finishes. Returns the finished step.
  */
@@ -179,12 +221,8 @@ export declare function execCompleteResponse(h: ExternalObject<ExecBox>, status:
 /** The outcome code the last attempt was recorded as (see `outcomeNames`), or -1 before any. */
 export declare function execLastOutcome(h: ExternalObject<ExecBox>): number
 
-/**
- * A call of a retry helper, not started yet, with its time limits (`attemptTimeoutMs`: default
- * none; `totalTimeoutMs`: default 60 000; `null` is no limit). `invalid_config` naming
- * `execute.attempt_timeout` or `execute.total_timeout` for a limit the core refuses.
- */
-export declare function execNew(policy: ExternalObject<PolicyBox>, attemptTimeoutMs: unknown, totalTimeoutMs: unknown): ExternalObject<ExecBox>
+/** A handle for the calls of a retry helper, to start with `exec_start`. */
+export declare function execNew(): ExternalObject<ExecBox>
 
 /**
  * Starts the call, or the next attempt after a wait. Returns the step as a number: `> 0` an
@@ -200,12 +238,33 @@ export declare function execNext(h: ExternalObject<ExecBox>): number
 export declare function execPlan(h: ExternalObject<ExecBox>): number
 
 /**
+ * Starts a call of a retry helper on `h` (a new handle, or one whose last call finished) with
+ * its time limits (`attemptTimeoutMs`: default none; `totalTimeoutMs`: default 60 000; `null` is
+ * no limit) and returns its first step (as `execNext`). `invalid_config` naming
+ * `execute.attempt_timeout` or `execute.total_timeout` for a limit the core refuses (the handle
+ * is then left as it was).
+ */
+export declare function execStart(h: ExternalObject<ExecBox>, policy: ExternalObject<PolicyBox>, attemptTimeoutMs: unknown, totalTimeoutMs: unknown): number
+
+/**
+ * `exec_start` with both time limits left at the core's defaults (the options gave neither):
+ * two arguments fewer to convert.
+ */
+export declare function execStartDefault(h: ExternalObject<ExecBox>, policy: ExternalObject<PolicyBox>): number
+
+/**
  * The helper cannot make the attempt the last wait leads to (a request body that cannot be sent
  * twice): finishes with the core's give-up (`attempts_exhausted`, carrying that wait as
  * `retryAfterMs`). `invalid_input` naming `execution` unless the last step was a wait. Returns
  * the finished step.
  */
 export declare function execStop(h: ExternalObject<ExecBox>): number
+
+/**
+ * `exec_complete` for an attempt that returned a success (`how` 0, outcome `success`), the
+ * common case, without the three numbers to convert. Returns the next step (as `execNext`).
+ */
+export declare function execSucceeded(h: ExternalObject<ExecBox>): number
 
 /**
  * The verdict of a finished call: `{ attempts, reason, retryAfterMs, serverDelayMs, capped }`
@@ -218,6 +277,14 @@ export declare function execVerdict(h: ExternalObject<ExecBox>): object | null
  * (`source` the core's name: `backoff`, `retry_after`, `breaker`), or `null`.
  */
 export declare function execWait(h: ExternalObject<ExecBox>): object | null
+
+/**
+ * The fast-path word's layout as `[version, admitMask]` (docs/ffi.md "The fast-path word"):
+ * `holdoff.js` admits a call and recognises a clean success on the word only when `version`
+ * is the one it was written for, and admits only when `word & admitMask` is 0 (the mask lies
+ * in the word's low 32 bits).
+ */
+export declare function fastPathLayout(): Array<number>
 
 /**
  * For tests: makes the in-memory store `memory://<name>` fail every exchange (`down`), work
@@ -400,6 +467,9 @@ export declare function retryStateNew(): ExternalObject<RetryStateBox>
 
 /** Retries this call took on the counted path. */
 export declare function retryStateRetries(state: ExternalObject<RetryStateBox>): number
+
+/** The state the last `budget_decide_fresh` changed, as a handle (a fresh state if none). */
+export declare function retryStateTake(h: ExternalObject<BudgetBox>): ExternalObject<RetryStateBox>
 
 /** The core's state names indexed by their code, which refusal codes carry. */
 export declare function stateNames(): Array<string>

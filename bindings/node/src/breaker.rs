@@ -2,11 +2,14 @@
 //! snapshots, and the state changes fed to the JavaScript event emitter.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use holdoff::interop::{Coded, RawPermit};
-use holdoff::{Breaker, Permit, Snapshot, StateChange};
+use holdoff::{
+    Breaker, Permit, Snapshot, StateChange, FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_VERSION,
+};
 use napi::bindgen_prelude::*;
+use napi::sys;
 use napi_derive::napi;
 
 use crate::clock::{clock_of, ClockBox};
@@ -18,7 +21,8 @@ use crate::{codes, err, fleet, lock, opts};
 pub struct BreakerBox {
     pub(crate) breaker: Arc<Breaker>,
     pub(crate) fleet: Option<Arc<holdoff_fleet::Fleet>>,
-    listened: Arc<Mutex<Vec<StateChange>>>,
+    /// Made when JavaScript first listens: most breakers never are.
+    listened: OnceLock<Arc<Mutex<Vec<StateChange>>>>,
     /// The last refusal's wait in milliseconds as f64 bits (NaN: none), read right after
     /// `breaker_allow` returned a refusal code: building a refusal object across N-API cost
     /// about 2 µs, two numbers cost well under a tenth of that.
@@ -30,7 +34,7 @@ impl BreakerBox {
         BreakerBox {
             breaker,
             fleet: None,
-            listened: Arc::new(Mutex::new(Vec::new())),
+            listened: OnceLock::new(),
             refusal_wait: AtomicU64::new(f64::NAN.to_bits()),
         }
     }
@@ -107,6 +111,62 @@ fn admission_result<'e>(
 #[napi(catch_unwind)]
 pub fn breaker_allow<'e>(env: &'e Env, h: &External<BreakerBox>) -> Result<Either<f64, Object<'e>>> {
     admission_result(env, h, h.breaker.allow())
+}
+
+/// The fast-path word's layout as `[version, admitMask]` (docs/ffi.md "The fast-path word"):
+/// `holdoff.js` admits a call and recognises a clean success on the word only when `version`
+/// is the one it was written for, and admits only when `word & admitMask` is 0 (the mask lies
+/// in the word's low 32 bits).
+#[napi]
+pub fn fast_path_layout() -> Vec<u32> {
+    const MASK: u64 = FAST_PATH_STATE_MASK | FAST_PATH_COUNTING;
+    const _: () = assert!(MASK <= u32::MAX as u64, "the admit mask must fit in the low half");
+    vec![FAST_PATH_VERSION, MASK as u32]
+}
+
+/// Frees the breaker the external buffer over its word kept alive.
+unsafe extern "C" fn release_word(
+    _env: sys::napi_env,
+    _data: *mut std::ffi::c_void,
+    hint: *mut std::ffi::c_void,
+) {
+    // SAFETY: `hint` is the box `breaker_fast_path_word` leaked for this buffer, freed once here.
+    drop(unsafe { Box::from_raw(hint.cast::<Arc<Breaker>>()) });
+}
+
+/// The breaker's fast-path word as an 8-byte external `ArrayBuffer` over the core's `AtomicU64`
+/// (read it with `Atomics.load` on a `Uint32Array`: little-endian, low half first), or `null`
+/// when the word cannot be shared in place: a big-endian platform, or a runtime that refuses
+/// external buffers (it would copy the word, and a copy goes stale). The buffer's finalizer holds
+/// a clone of the breaker, so the word outlives every JavaScript view of it. Call once per
+/// breaker object.
+#[napi(catch_unwind)]
+pub fn breaker_fast_path_word<'e>(env: &'e Env, h: &External<BreakerBox>) -> Result<Option<Unknown<'e>>> {
+    if cfg!(target_endian = "big") {
+        return Ok(None);
+    }
+    let word = h.breaker.fast_path_word().as_ptr();
+    let keep = Box::into_raw(Box::new(Arc::clone(&h.breaker)));
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `word` points at 8 bytes that live as long as the breaker, which `keep` holds
+    // until the finalizer runs; JavaScript only reads them with atomic loads.
+    let status = unsafe {
+        sys::napi_create_external_arraybuffer(
+            env.raw(),
+            word.cast(),
+            std::mem::size_of::<u64>(),
+            Some(release_word),
+            keep.cast(),
+            &mut value,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the finalizer was not registered, so `keep` is still ours.
+        drop(unsafe { Box::from_raw(keep) });
+        return Ok(None);
+    }
+    // SAFETY: a value napi just created in this env.
+    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
 }
 
 /// The wait of the refusal `breaker_allow` just returned, in milliseconds; NaN when the
@@ -191,19 +251,24 @@ pub fn breaker_drain_events<'e>(env: &'e Env, h: &External<BreakerBox>) -> Resul
 #[napi(catch_unwind)]
 pub fn breaker_listen(h: &External<BreakerBox>, on: bool) {
     if on {
-        let q = Arc::clone(&h.listened);
+        let q = Arc::clone(h.listened.get_or_init(Default::default));
         h.breaker
             .set_listener(Some(Arc::new(move |ev: &StateChange| lock(&q).push(*ev))));
     } else {
         h.breaker.set_listener(None);
-        lock(&h.listened).clear();
+        if let Some(q) = h.listened.get() {
+            lock(q).clear();
+        }
     }
 }
 
 /// Takes the state changes the listener queued, or `null` if there are none.
 #[napi(catch_unwind)]
 pub fn breaker_take_listened<'e>(env: &'e Env, h: &External<BreakerBox>) -> Result<Option<Array<'e>>> {
-    let evs = std::mem::take(&mut *lock(&h.listened));
+    let Some(q) = h.listened.get() else {
+        return Ok(None);
+    };
+    let evs = std::mem::take(&mut *lock(q));
     if evs.is_empty() {
         return Ok(None);
     }

@@ -1,20 +1,26 @@
 //! The retry budget (`holdoff::RetryBudget`) and the per-call state it decides on
 //! (`holdoff::RetryState`).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use holdoff::interop::{Coded, DecisionKind, DecisionParts};
 use holdoff::{Decision, RetryBudget, RetryState};
 use napi::bindgen_prelude::*;
+use napi::sys;
 use napi_derive::napi;
 
 use crate::clock::{clock_of, ClockBox};
 use crate::convert::{instant_ms, ms, set_ms};
 use crate::{codes, err, lock, opts};
 
-/// A retry budget.
+/// A retry budget, and the two numbers of its last decision that `budget_decide` does not
+/// return (`[delayMs, serverDelayMs]` as f64 bits), which JavaScript reads in place.
 pub struct BudgetBox {
     pub(crate) budget: Arc<RetryBudget>,
+    out: Arc<[AtomicU64; 2]>,
+    /// The state `budget_decide_fresh` left changed, until `retry_state_take` takes it.
+    fresh: Mutex<Option<RetryState>>,
 }
 
 /// The per-call state of a budget (`holdoff::RetryState`).
@@ -35,6 +41,8 @@ pub fn budget_new(
     let budget = RetryBudget::new(cfg, clock_of(clock)).map_err(|e| err::config(env, &e))?;
     Ok(External::new(BudgetBox {
         budget: Arc::new(budget),
+        out: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
+        fresh: Mutex::new(None),
     }))
 }
 
@@ -68,7 +76,8 @@ pub(crate) fn decision_object<'e>(env: &'e Env, d: &Decision) -> Result<Object<'
     Ok(o)
 }
 
-/// Decides what to do after an answer (outcome codes as in `breakerRecord`).
+/// Decides what to do after an answer (outcome codes as in `breakerRecord`): the decision
+/// object (`decision_object`). `holdoff.js` uses it only where external buffers are refused.
 #[napi(catch_unwind)]
 pub fn budget_decide<'e>(
     env: &'e Env,
@@ -80,6 +89,114 @@ pub fn budget_decide<'e>(
     let o = codes::outcome(env, outcome_code, retry_later_ms)?;
     let d = h.budget.decide(&mut lock(&state.state), o);
     decision_object(env, &d)
+}
+
+/// Packing of a decision's codes in the number `budget_decide_code` returns.
+const KIND_BITS: f64 = 4.0; // DecisionKind codes < 4
+const SOURCE_BITS: f64 = 16.0; // WaitSource codes + 1 < 16
+const REASON_BITS: f64 = 64.0; // GiveUpReason codes + 1 < 64
+
+/// `budget_decide` without building an object (a decision object built natively costs several
+/// times the decision): returns `kind + 4 * (source + 1) + 64 * (reason + 1) + 4096 * capped +
+/// 8192 * hasServerDelay` (codes indexing `decisionNames()`, `+ 1` terms 0 when absent); a retry's
+/// `delayMs` and the `serverDelayMs` are then in the budget's out buffer (`budgetOut`).
+#[napi(catch_unwind)]
+pub fn budget_decide_code(
+    env: &Env,
+    h: &External<BudgetBox>,
+    state: &External<RetryStateBox>,
+    outcome_code: u32,
+    retry_later_ms: f64,
+) -> Result<f64> {
+    let o = codes::outcome(env, outcome_code, retry_later_ms)?;
+    let d = h.budget.decide(&mut lock(&state.state), o);
+    Ok(pack(h, d))
+}
+
+/// A decision's packed codes (`budget_decide_code`), its numbers stored in the out buffer.
+fn pack(h: &BudgetBox, d: Decision) -> f64 {
+    let p = DecisionParts::from(d);
+    let [delay, server] = &*h.out;
+    delay.store(ms(p.delay).to_bits(), Ordering::Relaxed);
+    server.store(p.server_delay.map_or(0.0, ms).to_bits(), Ordering::Relaxed);
+    let opt = |c: Option<u32>| c.map_or(0.0, |c| f64::from(c) + 1.0);
+    f64::from(p.kind.code())
+        + KIND_BITS * opt(p.source.map(|s| s.code()))
+        + KIND_BITS * SOURCE_BITS * opt(p.reason.map(|r| r.code()))
+        + KIND_BITS * SOURCE_BITS * REASON_BITS * f64::from(u8::from(p.capped))
+        + 2.0 * KIND_BITS * SOURCE_BITS * REASON_BITS * f64::from(u8::from(p.server_delay.is_some()))
+}
+
+/// Added to `budget_decide_fresh`'s number when the decision changed the fresh state.
+const STATE_KEPT: f64 = 4.0 * KIND_BITS * SOURCE_BITS * REASON_BITS;
+
+/// `budget_decide_code` for a call that has no state yet (`budget.newCall()` makes none until a
+/// decision changes it: most calls end with a decision that leaves it fresh). Decides on a fresh
+/// state; if the decision changed it, adds 16384 to the number and keeps the state for
+/// `retry_state_take`.
+#[napi(catch_unwind)]
+pub fn budget_decide_fresh(
+    env: &Env,
+    h: &External<BudgetBox>,
+    outcome_code: u32,
+    retry_later_ms: f64,
+) -> Result<f64> {
+    let o = codes::outcome(env, outcome_code, retry_later_ms)?;
+    let mut state = RetryState::new();
+    let d = h.budget.decide(&mut state, o);
+    let packed = pack(h, d);
+    if state == RetryState::new() {
+        return Ok(packed);
+    }
+    *lock(&h.fresh) = Some(state);
+    Ok(packed + STATE_KEPT)
+}
+
+/// The state the last `budget_decide_fresh` changed, as a handle (a fresh state if none).
+#[napi(catch_unwind)]
+pub fn retry_state_take(h: &External<BudgetBox>) -> External<RetryStateBox> {
+    External::new(RetryStateBox {
+        state: Mutex::new(lock(&h.fresh).take().unwrap_or_default()),
+    })
+}
+
+/// Frees the out buffer the external `ArrayBuffer` kept alive.
+unsafe extern "C" fn release_out(
+    _env: sys::napi_env,
+    _data: *mut std::ffi::c_void,
+    hint: *mut std::ffi::c_void,
+) {
+    // SAFETY: `hint` is the box `budget_out` leaked for this buffer, freed once here.
+    drop(unsafe { Box::from_raw(hint.cast::<Arc<[AtomicU64; 2]>>()) });
+}
+
+/// The budget's out buffer (`budget_decide_code`) as a 16-byte external `ArrayBuffer`, to view as
+/// a `Float64Array` (`[delayMs, serverDelayMs]`), or `null` when the runtime refuses external
+/// buffers (the caller then uses `budget_decide`). Call once per budget object.
+#[napi(catch_unwind)]
+pub fn budget_out<'e>(env: &'e Env, h: &External<BudgetBox>) -> Result<Option<Unknown<'e>>> {
+    let data = h.out.as_ptr();
+    let keep = Box::into_raw(Box::new(Arc::clone(&h.out)));
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `data` points at 16 bytes that live as long as the Arc `keep` holds until the
+    // finalizer runs; JavaScript only reads them, on this thread, between native calls.
+    let status = unsafe {
+        sys::napi_create_external_arraybuffer(
+            env.raw(),
+            data.cast_mut().cast(),
+            std::mem::size_of::<[AtomicU64; 2]>(),
+            Some(release_out),
+            keep.cast(),
+            &mut value,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the finalizer was not registered, so `keep` is still ours.
+        drop(unsafe { Box::from_raw(keep) });
+        return Ok(None);
+    }
+    // SAFETY: a value napi just created in this env.
+    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
 }
 
 /// When the current rate-limit episode started (ms on the budget's clock), or `null`.

@@ -12,8 +12,8 @@
 
 use std::time::Duration;
 
-use holdoff::interop::{AttemptedKind, Coded, OutcomeKind, VerdictKind};
-use holdoff::{Attempted, Effect, Outcome, PermitError, Refusal, State, Verdict};
+use holdoff::interop::{AttemptedKind, Coded, DecisionKind, OutcomeKind, VerdictKind};
+use holdoff::{Attempted, Effect, GiveUpReason, Outcome, PermitError, Refusal, State, Verdict, WaitSource};
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
@@ -129,4 +129,18 @@ pub(crate) fn attempted(env: &Env, how: u32, outcome_code: u32, retry_later_ms: 
         AttemptedKind::Cancelled | AttemptedKind::Bug => Outcome::Cancelled,
     };
     Ok(kind.attempted(o))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decision of a budget
+
+/// The core's names for a decision's parts, indexed by the codes `budget_decide_code` packs:
+/// `[kinds, sources, reasons]`.
+#[napi]
+pub fn decision_names() -> Vec<Vec<&'static str>> {
+    vec![
+        names::<DecisionKind>(),
+        names::<WaitSource>(),
+        names::<GiveUpReason>(),
+    ]
 }

@@ -29,10 +29,26 @@ use crate::err::{self, Kind};
 use crate::http::{headers_of, status_int};
 use crate::policy::PolicyBox;
 
-/// One call of a retry helper: the core's execution and the last step it returned.
+/// One call of a retry helper: the core's execution (`None` before the first `exec_start`) and
+/// the last step it returned. A handle is started again for another call once its call is
+/// finished (`holdoff.js` keeps a few per policy), so that a call costs no new handle.
 pub struct ExecBox {
-    exec: Execution<Arc<Policy>>,
+    exec: Option<Execution<Arc<Policy>>>,
     last: Option<Step>,
+}
+
+impl ExecBox {
+    fn exec(&mut self, env: &Env) -> Result<&mut Execution<Arc<Policy>>> {
+        match self.exec.as_mut() {
+            Some(e) => Ok(e),
+            None => Err(err::input_type(
+                env,
+                "execution",
+                "a started execution",
+                "a handle never started",
+            )),
+        }
+    }
 }
 
 const STEP_WAIT: f64 = -1.0;
@@ -59,16 +75,28 @@ fn limit_option(env: &Env, v: &Unknown<'_>, js: &str, core: &str) -> Result<Opti
     })
 }
 
-/// A call of a retry helper, not started yet, with its time limits (`attemptTimeoutMs`: default
-/// none; `totalTimeoutMs`: default 60 000; `null` is no limit). `invalid_config` naming
-/// `execute.attempt_timeout` or `execute.total_timeout` for a limit the core refuses.
+/// A handle for the calls of a retry helper, to start with `exec_start`.
 #[napi(catch_unwind)]
-pub fn exec_new(
+pub fn exec_new() -> External<ExecBox> {
+    External::new(ExecBox {
+        exec: None,
+        last: None,
+    })
+}
+
+/// Starts a call of a retry helper on `h` (a new handle, or one whose last call finished) with
+/// its time limits (`attemptTimeoutMs`: default none; `totalTimeoutMs`: default 60 000; `null` is
+/// no limit) and returns its first step (as `execNext`). `invalid_config` naming
+/// `execute.attempt_timeout` or `execute.total_timeout` for a limit the core refuses (the handle
+/// is then left as it was).
+#[napi(catch_unwind)]
+pub fn exec_start(
     env: &Env,
+    h: &mut External<ExecBox>,
     policy: &External<PolicyBox>,
     attempt_timeout_ms: Unknown<'_>,
     total_timeout_ms: Unknown<'_>,
-) -> Result<External<ExecBox>> {
+) -> Result<f64> {
     let spec = ExecuteSpec {
         attempt_timeout_ms: limit_option(
             env,
@@ -78,9 +106,27 @@ pub fn exec_new(
         )?,
         total_timeout_ms: limit_option(env, &total_timeout_ms, "totalTimeoutMs", "execute.total_timeout")?,
     };
+    start(env, h, policy, spec)
+}
+
+/// `exec_start` with both time limits left at the core's defaults (the options gave neither):
+/// two arguments fewer to convert.
+#[napi(catch_unwind)]
+pub fn exec_start_default(env: &Env, h: &mut External<ExecBox>, policy: &External<PolicyBox>) -> Result<f64> {
+    let spec = ExecuteSpec {
+        attempt_timeout_ms: None,
+        total_timeout_ms: None,
+    };
+    start(env, h, policy, spec)
+}
+
+fn start(env: &Env, h: &mut ExecBox, policy: &PolicyBox, spec: ExecuteSpec) -> Result<f64> {
     let config = spec.to_config().map_err(|e| err::config(env, &e))?;
     let exec = Execution::new(Arc::clone(&policy.policy), config).map_err(|e| err::config(env, &e))?;
-    Ok(External::new(ExecBox { exec, last: None }))
+    // The previous call of this handle is finished: replacing its execution records nothing.
+    let exec = h.exec.insert(exec);
+    let step = exec.next_step().map_err(|e| err::holdoff(env, &e))?;
+    Ok(step_number(h, step))
 }
 
 fn step_number(h: &mut ExecBox, step: Step) -> f64 {
@@ -97,7 +143,7 @@ fn step_number(h: &mut ExecBox, step: Step) -> f64 {
 /// `<= -2` finished (`verdictNames()[-2 - step]`; `execVerdict` for the rest).
 #[napi(catch_unwind)]
 pub fn exec_next(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
-    let step = h.exec.next_step().map_err(|e| err::holdoff(env, &e))?;
+    let step = h.exec(env)?.next_step().map_err(|e| err::holdoff(env, &e))?;
     Ok(step_number(h, step))
 }
 
@@ -123,7 +169,21 @@ pub fn exec_complete(
     retry_later_ms: f64,
 ) -> Result<f64> {
     let attempted = codes::attempted(env, how, outcome_code, retry_later_ms)?;
-    let step = h.exec.complete(attempted).map_err(|e| err::holdoff(env, &e))?;
+    let step = h
+        .exec(env)?
+        .complete(attempted)
+        .map_err(|e| err::holdoff(env, &e))?;
+    Ok(step_number(h, step))
+}
+
+/// `exec_complete` for an attempt that returned a success (`how` 0, outcome `success`), the
+/// common case, without the three numbers to convert. Returns the next step (as `execNext`).
+#[napi(catch_unwind)]
+pub fn exec_succeeded(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
+    let step = h
+        .exec(env)?
+        .complete(holdoff::Attempted::Returned(holdoff::Outcome::Success))
+        .map_err(|e| err::holdoff(env, &e))?;
     Ok(step_number(h, step))
 }
 
@@ -140,7 +200,7 @@ pub fn exec_complete_response(
 ) -> Result<f64> {
     let status = status_int(status);
     let step = h
-        .exec
+        .exec(env)?
         .complete_response(status, headers_of(&headers))
         .map_err(|e| err::holdoff(env, &e))?;
     Ok(step_number(h, step))
@@ -149,9 +209,9 @@ pub fn exec_complete_response(
 /// The caller cancelled (during a wait, or an attempt the helper abandons): records an attempt
 /// in progress as cancelled and finishes. Returns the finished step.
 #[napi(catch_unwind)]
-pub fn exec_cancel(h: &mut External<ExecBox>) -> f64 {
-    let v = h.exec.cancel();
-    step_number(h, Step::Finish(v))
+pub fn exec_cancel(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
+    let v = h.exec(env)?.cancel();
+    Ok(step_number(h, Step::Finish(v)))
 }
 
 /// The helper cannot make the attempt the last wait leads to (a request body that cannot be sent
@@ -160,7 +220,7 @@ pub fn exec_cancel(h: &mut External<ExecBox>) -> f64 {
 /// the finished step.
 #[napi(catch_unwind)]
 pub fn exec_stop(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
-    let v = h.exec.stop().map_err(|e| err::holdoff(env, &e))?;
+    let v = h.exec(env)?.stop().map_err(|e| err::holdoff(env, &e))?;
     Ok(step_number(h, Step::Finish(v)))
 }
 
@@ -168,7 +228,8 @@ pub fn exec_stop(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
 #[napi(catch_unwind)]
 pub fn exec_last_outcome(h: &External<ExecBox>) -> i32 {
     h.exec
-        .last_outcome()
+        .as_ref()
+        .and_then(|e| e.last_outcome())
         .map_or(-1, |o| codes::outcome_code(o) as i32)
 }
 
@@ -192,7 +253,7 @@ pub fn exec_wait<'e>(env: &'e Env, h: &External<ExecBox>) -> Result<Option<Objec
 /// (`reason` the core's give-up reason, or `null`), or `null` while the call runs.
 #[napi(catch_unwind)]
 pub fn exec_verdict<'e>(env: &'e Env, h: &External<ExecBox>) -> Result<Option<Object<'e>>> {
-    let Some(v) = h.exec.verdict() else {
+    let Some(v) = h.exec.as_ref().and_then(|e| e.verdict()) else {
         return Ok(None);
     };
     let mut o = Object::new(env)?;
