@@ -177,6 +177,19 @@ def test_two_native_calls(benchmark: Any) -> None:
     bench(benchmark, run, "allow+record (closed)")
 
 
+def test_floor_noop_crossing(benchmark: Any) -> None:
+    # The floor of every holdoff operation: one method call into the extension that does
+    # nothing (close() of a breaker without a fleet), the crossing allow() and record() pay.
+    close = holdoff.Breaker().close
+
+    def run(n: int) -> None:
+        for _ in range(n):
+            close()
+
+    bench(benchmark, run, "allow+record (closed)", "floor", "noop_crossing",
+          "b.close() on a breaker without a fleet: one no-op method call into the extension")
+
+
 def test_empty_loop(benchmark: Any) -> None:
     def run(n: int) -> None:
         for _ in range(n):

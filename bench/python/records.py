@@ -56,7 +56,7 @@ def timings(path: str) -> None:
             continue
         subject = info["subject"]
         note = info["note"]
-        if subject != "holdoff":
+        if subject not in ("holdoff", "floor"):
             note += f", {subject} {version(subject)}"
         emit(subject, info["op"], "ns/op", [t / info["ops"] * 1e9 for t in b["stats"]["data"]], note)
 

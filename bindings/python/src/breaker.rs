@@ -1,7 +1,7 @@
 //! Breaker, its configuration pieces (backoff, trip policies), permits, snapshots and events.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use holdoff as hc;
@@ -781,6 +781,13 @@ pub(crate) fn breaker_config(
 
 type ListenerCell = Arc<Mutex<Option<Py<PyAny>>>>;
 
+/// A breaker's fleet and the configuration it was built with, boxed: most breakers have no
+/// fleet, and inline the two would add about 200 bytes to every breaker object.
+struct FleetParts {
+    fleet: holdoff_fleet::Fleet,
+    config: hc::fleet::FleetConfig,
+}
+
 /// A circuit breaker for one upstream. Safe to share between threads.
 ///
 /// Keyword arguments (durations in seconds, float or timedelta): `trip` (a trip policy, default
@@ -796,21 +803,24 @@ type ListenerCell = Arc<Mutex<Option<Py<PyAny>>>>;
 #[pyclass(frozen, weakref, module = "holdoff._holdoff")]
 pub struct Breaker {
     pub(crate) inner: Arc<hc::Breaker>,
-    listener: ListenerCell,
+    // Made by the first `on_state_change`: a breaker without a callback allocates none.
+    listener: OnceLock<ListenerCell>,
     // The fleet this breaker shares, owned: closed by `close()`, and at the latest when the
     // breaker is freed (see `Drop`).
-    fleet: Option<holdoff_fleet::Fleet>,
-    fleet_config: Option<hc::fleet::FleetConfig>,
+    fleet: Option<Box<FleetParts>>,
 }
 
 impl Breaker {
     pub(crate) fn wrap(inner: Arc<hc::Breaker>) -> Breaker {
         Breaker {
             inner,
-            listener: Arc::new(Mutex::new(None)),
+            listener: OnceLock::new(),
             fleet: None,
-            fleet_config: None,
         }
+    }
+
+    fn fleet(&self) -> Option<&holdoff_fleet::Fleet> {
+        self.fleet.as_deref().map(|f| &f.fleet)
     }
 }
 
@@ -818,7 +828,7 @@ impl Drop for Breaker {
     fn drop(&mut self) {
         // Joining the fleet's threads with the GIL held would deadlock with a thread waiting
         // for it to run a state-change callback: close with the GIL released.
-        if let Some(f) = &self.fleet {
+        if let Some(f) = self.fleet() {
             Python::attach(|py| crate::fleet::close(py, f));
         }
     }
@@ -856,15 +866,17 @@ impl Breaker {
         let fleet_config = crate::fleet::fleet_arg(fleet)?;
         let clock = clock_arg(clock)?;
         let inner = Arc::new(hc::Breaker::new(config, clock).map_err(|e| convert::config_error(py, e))?);
-        let fleet = fleet_config
-            .as_ref()
-            .map(|f| crate::fleet::attach(py, &inner, f))
-            .transpose()?;
+        let fleet = match fleet_config {
+            Some(config) => Some(Box::new(FleetParts {
+                fleet: crate::fleet::attach(py, &inner, &config)?,
+                config,
+            })),
+            None => None,
+        };
         Ok(Breaker {
             inner,
-            listener: Arc::new(Mutex::new(None)),
+            listener: OnceLock::new(),
             fleet,
-            fleet_config,
         })
     }
 
@@ -875,7 +887,7 @@ impl Breaker {
     /// exception. Raises `FleetError` when the breaker has no fleet or it was closed. Meant for
     /// tests and conformance runners: a Redis fleet syncs by itself.
     fn sync_fleet(&self, py: Python<'_>) -> PyResult<crate::fleet::FleetSync> {
-        let Some(f) = &self.fleet else {
+        let Some(f) = self.fleet() else {
             return Err(crate::fleet::fleet_error(
                 py,
                 "this breaker has no fleet".to_owned(),
@@ -886,24 +898,25 @@ impl Breaker {
 
     /// The fleet configuration the breaker was built with, else `None`.
     #[getter]
-    fn fleet(&self) -> Option<crate::fleet::FleetConfig> {
-        self.fleet_config
-            .clone()
-            .map(|inner| crate::fleet::FleetConfig { inner })
+    #[pyo3(name = "fleet")]
+    fn fleet_config(&self) -> Option<crate::fleet::FleetConfig> {
+        self.fleet.as_deref().map(|f| crate::fleet::FleetConfig {
+            inner: f.config.clone(),
+        })
     }
 
     /// Whether the breaker follows its fleet now: `False` without a fleet, after `close()`,
     /// and while detached (no successful sync for the fleet's `fallback_after`).
     #[getter]
     fn fleet_attached(&self) -> bool {
-        self.fleet.as_ref().is_some_and(|f| f.is_attached())
+        self.fleet().is_some_and(|f| f.is_attached())
     }
 
     /// Closes the breaker's fleet: its background threads stopped and joined, its connections
     /// closed; the breaker goes on as a purely local breaker. Idempotent; nothing to do without
     /// a fleet. Freeing the breaker does the same.
     fn close(&self, py: Python<'_>) {
-        if let Some(f) = &self.fleet {
+        if let Some(f) = self.fleet() {
             crate::fleet::close(py, f);
         }
     }
@@ -999,17 +1012,27 @@ impl Breaker {
             convert::callable(c, "callback")?;
         }
         let has = callback.is_some();
-        let old = std::mem::replace(
-            &mut *self.listener.lock().unwrap_or_else(|e| e.into_inner()),
-            callback.map(Bound::unbind),
-        );
+        let old = match self.listener.get() {
+            None if !has => None,
+            _ => std::mem::replace(
+                &mut *self
+                    .listener
+                    .get_or_init(ListenerCell::default)
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()),
+                callback.map(Bound::unbind),
+            ),
+        };
         // Dropped after the lock is released: the old callback's finalizer may run Python code.
         drop(old);
         if !has {
             self.inner.set_listener(None);
             return Ok(());
         }
-        let cell = Arc::clone(&self.listener);
+        let Some(listener) = self.listener.get() else {
+            return Ok(()); // unreachable: made above for a callback
+        };
+        let cell = Arc::clone(listener);
         self.inner
             .set_listener(Some(Arc::new(move |ev: &hc::StateChange| {
                 Python::attach(|py| {
@@ -1031,7 +1054,7 @@ impl Breaker {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Ok(guard) = self.listener.try_lock() {
+        if let Some(Ok(guard)) = self.listener.get().map(|l| l.try_lock()) {
             if let Some(cb) = guard.as_ref() {
                 visit.call(cb)?;
             }
@@ -1041,7 +1064,11 @@ impl Breaker {
 
     fn __clear__(&self) {
         self.inner.set_listener(None);
-        let old = self.listener.lock().ok().and_then(|mut g| g.take());
+        let old = self
+            .listener
+            .get()
+            .and_then(|l| l.lock().ok())
+            .and_then(|mut g| g.take());
         drop(old);
     }
 

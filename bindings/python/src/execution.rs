@@ -301,7 +301,27 @@ const IN_USE: &str = "in use by another step (a breaker's state-change callback,
                       thread): one caller drives an execution, one step at a time";
 
 fn step_out(py: Python<'_>, step: hc::Step) -> PyResult<Py<PyAny>> {
+    // The common start of a call, the first attempt under the default limits, is one shared
+    // object (a plan is immutable).
+    static FIRST_BY_DEFAULT: PyOnceLock<Py<AttemptPlan>> = PyOnceLock::new();
     Ok(match step {
+        hc::Step::Attempt(hc::AttemptPlan {
+            number: 1,
+            probe: false,
+            time_limit: Some(hc::execution::DEFAULT_TOTAL_TIMEOUT),
+        }) => FIRST_BY_DEFAULT
+            .get_or_try_init(py, || {
+                Py::new(
+                    py,
+                    AttemptPlan {
+                        number: 1,
+                        probe: false,
+                        time_limit: Some(secs_out(hc::execution::DEFAULT_TOTAL_TIMEOUT)),
+                    },
+                )
+            })?
+            .clone_ref(py)
+            .into_any(),
         hc::Step::Attempt(a) => Py::new(
             py,
             AttemptPlan {
@@ -401,6 +421,32 @@ impl Execution {
     }
 }
 
+/// A new call over `policy` with the limits `config` (valid), and its first step:
+/// `(execution, step)`.
+pub(crate) fn begin(
+    py: Python<'_>,
+    policy: Py<Policy>,
+    config: hc::ExecutionConfig,
+) -> PyResult<(Py<Execution>, Py<PyAny>)> {
+    let shared = policy.bind(py).get().shared();
+    let mut inner = hc::Execution::new(shared, config).map_err(|e| convert::config_error(py, e))?;
+    // No lock to take: the call is not shared with anyone until this returns.
+    let step = inner.next_step();
+    let ex = Py::new(
+        py,
+        Execution {
+            config,
+            cell: Mutex::new(Cell {
+                seen: Seen::UNSTARTED,
+                inner: Some(Core::Made(inner)),
+            }),
+            policy,
+        },
+    )?;
+    let step = step.map_err(|e| convert::holdoff_error(py, e))?;
+    Ok((ex, step_out(py, step)?))
+}
+
 fn attempted_arg(
     attempted: &Bound<'_, PyAny>,
     outcome: Option<&Bound<'_, PyAny>>,
@@ -485,6 +531,26 @@ impl Execution {
     /// for each call; no argument is converted again).
     fn fresh(&self, py: Python<'_>) -> Self {
         Execution::unstarted(self.config, self.policy.clone_ref(py))
+    }
+
+    /// `fresh()` and its first `next_step()` in one call: `(execution, step)`, the new call and
+    /// its first step (an `AttemptPlan`, or the `Verdict` of a refusal). What the sync helper
+    /// starts each call with.
+    fn _begin(&self, py: Python<'_>) -> PyResult<(Py<Execution>, Py<PyAny>)> {
+        begin(py, self.policy.clone_ref(py), self.config)
+    }
+
+    /// `complete("returned", Outcome.SUCCESS)` for the sync helper's common case: `None` when
+    /// the call is over with its value returned (the `return` verdict), else the next step (a
+    /// `WaitPlan`, or another `Verdict`).
+    fn _succeeded(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let step = self
+            .with_inner(py, |e| e.complete(hc::Attempted::Returned(hc::Outcome::Success)))?
+            .map_err(|e| convert::holdoff_error(py, e))?;
+        match step {
+            hc::Step::Finish(hc::Verdict::Return { .. }) => Ok(None),
+            step => step_out(py, step).map(Some),
+        }
     }
 
     /// Starts the call, or the next attempt after a wait: an `AttemptPlan`, a `WaitPlan` (the

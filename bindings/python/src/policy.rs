@@ -14,6 +14,7 @@ use pyo3::PyTraverseError;
 use crate::breaker::{outcome_arg, take_permit, Breaker, Permit};
 use crate::budget::{decision, Decision, RetryBudget, RetryQuota};
 use crate::convert::{self, secs_out};
+use crate::execution::Execution;
 use crate::http::{self, Classification, Classifier};
 
 /// The per-call state of a policy: one per logical call (all its attempts).
@@ -199,6 +200,13 @@ impl Policy {
             quota: quota.map(Bound::unbind),
             classifier,
         })
+    }
+
+    /// A new call with the default limits (no attempt timeout, a total timeout of 60 s) and
+    /// its first step: `(execution, step)`, as `Execution(policy)._begin()` without the
+    /// template. What `policy.call` starts each call with.
+    fn _begin(slf: &Bound<'_, Self>) -> PyResult<(Py<Execution>, Py<PyAny>)> {
+        crate::execution::begin(slf.py(), slf.clone().unbind(), hc::ExecutionConfig::default())
     }
 
     /// Before an attempt: a `Permit` (go: make the attempt and pass the permit to

@@ -5,6 +5,7 @@ listener. Time moves only through the ManualClock."""
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from datetime import timedelta
 from typing import Any
@@ -221,6 +222,16 @@ def test_listener_cycle_is_collected() -> None:
     ref = dropped()
     gc.collect()
     assert ref() is None
+
+
+def test_a_breaker_object_is_small() -> None:
+    # The object holds a pointer to the core breaker and little else: a fleet and its
+    # configuration are boxed (most breakers have none), a callback's cell is made on demand.
+    b = holdoff.Breaker()
+    assert sys.getsizeof(b) <= 96
+    b.on_state_change(lambda ev: None)
+    b.on_state_change(None)
+    assert sys.getsizeof(b) <= 96
 
 
 def test_on_state_change_needs_a_callable() -> None:

@@ -168,3 +168,40 @@ def test_a_healthy_call_without_a_total_timeout_reads_no_clock() -> None:
     assert isinstance(a, holdoff.AttemptPlan) and a.time_limit is None
     assert ex.complete("returned", "success").kind == "return"
     assert clock.reads == 0
+
+
+def test_the_sync_helpers_begin_and_succeeded_steps() -> None:
+    # `_begin`: a fresh call from the template and its first step in one call; `_succeeded`:
+    # a plain success recorded, None when the call is over with the value returned.
+    clock = holdoff.ManualClock()
+    p = policy(clock)
+    template = holdoff.Execution(p, attempt_timeout=2)
+    ex, a = template._begin()
+    assert ex is not template and template.attempts == 0
+    assert isinstance(a, holdoff.AttemptPlan)
+    assert (a.number, a.probe, a.time_limit, ex.attempts, ex.attempt_timeout) == (
+        1,
+        False,
+        2.0,
+        1,
+        2.0,
+    )
+    assert ex._succeeded() is None
+    v = ex.verdict
+    assert v is not None and (v.kind, v.attempts, ex.last_outcome) == ("return", 1, Outcome.SUCCESS)
+    with pytest.raises(holdoff.InvalidInputError) as e:
+        ex._succeeded()  # no attempt in progress
+    assert e.value.field == "execution"
+    assert (p.breaker.snapshot().failures, p.breaker.state) == (0, "closed")
+
+    # A failure opens the breaker (threshold 1): the next call is refused at its first step.
+    ex, a = template._begin()
+    assert isinstance(a, holdoff.AttemptPlan)
+    w = ex.complete("raised", Outcome.FAILURE)
+    assert isinstance(w, holdoff.WaitPlan) and (w.source, w.delay) == ("breaker", 10.0)
+    assert ex.cancel().kind == "cancelled"
+    clock.advance(4)
+    ex, v = template._begin()
+    assert isinstance(v, holdoff.Verdict)
+    assert (v.kind, v.attempts, v.retry_after) == ("breaker_open", 0, 6.0)
+    assert ex.verdict == v and ex.attempts == 0

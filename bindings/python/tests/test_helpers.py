@@ -440,6 +440,44 @@ def test_policy_conveniences() -> None:
     assert holdoff.retrying(w.policy, sleep=w.sleep).call(lambda: 5) == 5
 
 
+def test_policy_call_is_the_default_helper() -> None:
+    # policy.call runs the sync loop with the default options on the policy's own first step:
+    # the same answers as Retrying(policy).call. (Its sleeper is time.sleep: no retry here.)
+    w = World(budget={"retry_after_cap": 60, "give_up_above_cap": True})
+    assert w.policy.call(lambda a, b: (a, b), 1, b=2) == (1, 2)
+    # a programming error propagates unchanged, unretried; it moves nothing
+    bug = KeyError("bug")
+    with pytest.raises(KeyError) as ke:
+        w.policy.call(Flaky(bug))
+    assert ke.value is bug and w.breaker.snapshot().failures == 0
+    # a retry-later above the budget's cap gives up at once, the exception as its cause
+    later = holdoff.RetryLaterError(90)
+    with pytest.raises(holdoff.GiveUpError) as ge:
+        w.policy.call(Flaky(later))
+    assert (ge.value.reason, ge.value.attempts, ge.value.retry_after) == (
+        "retry_after_above_cap",
+        1,
+        90.0,
+    )
+    assert ge.value.__cause__ is later and ge.value.result is None
+    # the breaker open: refused without calling
+    w.breaker.force_open()
+    flaky = Flaky()
+    with pytest.raises(holdoff.BreakerOpenError) as be:
+        w.policy.call(flaky)
+    assert flaky.calls == 0 and (be.value.attempts, be.value.state) == (0, "forced_open")
+    assert be.value.__cause__ is None and be.value.result is None
+    w.breaker.reset()
+    # each call is its own: two at once (one inside the other) do not share an execution
+    assert w.policy.call(lambda: w.policy.call(lambda: "inner") + " outer") == "inner outer"
+    ex = holdoff.Execution(w.policy)
+    assert (ex.attempt_timeout, ex.total_timeout) == (None, holdoff.DEFAULT_TOTAL_TIMEOUT)
+    # holdoff.call is the same helper; it needs a policy
+    assert holdoff.call(w.policy, lambda: "ok") == "ok"
+    with pytest.raises(TypeError, match=r"policy must be a holdoff\.Policy, not str"):
+        holdoff.call("policy", lambda: "ok")  # type: ignore[arg-type]
+
+
 # -- the attempt iterator -----------------------------------------------------------------------
 
 

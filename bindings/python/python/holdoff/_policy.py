@@ -11,6 +11,7 @@ from . import _holdoff
 from ._classify import classify_exception
 from ._holdoff import DEFAULT_TOTAL_TIMEOUT
 from ._retrying import (
+    _DEFAULTS,
     AfterAttempt,
     AsyncSleep,
     BeforeSleep,
@@ -89,7 +90,7 @@ class Policy(_holdoff.Policy):
 
     def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Calls ``fn(*args, **kwargs)`` with the default options (``time.sleep``)."""
-        return Retrying(self).call(fn, *args, **kwargs)
+        return _DEFAULTS._run(self._begin(), fn, args, kwargs)
 
     async def call_async(
         self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs

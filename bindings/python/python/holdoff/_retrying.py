@@ -1,6 +1,9 @@
 """The retry helpers: one loop for sync code (``Retrying.__iter__``) and one for ``async def``
-(``Retrying.__aiter__``), each stepping the core's :class:`Execution`. ``call``, ``call_async``,
-the decorators and ``policy.call`` are those loops around one function call.
+(``Retrying.__aiter__``), each stepping the core's :class:`Execution`. ``call_async`` and the
+async decorator are the async loop around one function call; ``call``, the sync decorator and
+``policy.call`` run the same steps as the sync loop around one function call without an
+:class:`Attempt` per try (``Retrying._run``: two calls into the extension for a call whose first
+attempt succeeds).
 
 The core decides everything (admit, wait how long, give up, what the caller gets); a loop runs
 the attempt, tells the core what it came to (classifying an exception or a value), sleeps the
@@ -203,7 +206,7 @@ class Attempt:
         kind = step.kind
         if kind == "return" or (exc is not None and kind in ("rethrow", "cancelled")):
             return False
-        raise self._owner._verdict_error(step, self)
+        raise self._owner._verdict_error(self._ex, step, self._error, self.result)
 
     def _report(
         self, exc: BaseException | None, fired: bool, failed: BaseException | None, caller: bool
@@ -237,42 +240,20 @@ class Attempt:
                     step = ex.complete_response(*self._status)
                 elif self._outcome is not None:
                     step = ex.complete("returned", self._outcome)
-                elif self._value is _UNSET:
-                    step = ex.complete("returned", _SUCCESS)
-                elif owner.http:
-                    step = ex.complete_response(self._value.status_code, self._value.headers)
-                elif owner.classify_result is not None:
-                    step = ex.complete(
-                        "returned", _checked(owner.classify_result(self._value), "classify_result")
-                    )
                 else:
-                    step = ex.complete("returned", _SUCCESS)
+                    step = owner._returned(ex, self._value)
             else:
                 self._error = exc
-                said = owner.classify_exception(exc)
-                if said is None:
-                    step = ex.complete("bug")
-                else:
-                    step = ex.complete("raised", _checked(said, "classify_exception"))
+                step = owner._raised(ex, exc)
         except BaseException:
-            if ex.verdict is None:
-                with contextlib.suppress(InvalidInputError):  # already recorded, or in use
-                    ex.complete("bug")
-            self._after()
+            owner._report_failed(ex, self.plan)
             raise
         self._after()
         return step
 
     def _after(self) -> None:
-        """The after-attempt hook, with the outcome the core recorded. A hook that raises ends
-        the call with its exception: a retry already paid for is given back."""
-        hook = self._owner.after_attempt
-        if hook is not None:
-            try:
-                hook(self.plan, cast(Outcome, self._ex.last_outcome))
-            except BaseException:
-                self._ex.cancel()
-                raise
+        """The after-attempt hook (see :meth:`Retrying._after`)."""
+        self._owner._after(self._ex, self.plan)
 
     def _timed_out(self, cause: BaseException | None) -> Any:
         error = AttemptTimeoutError(self.plan.number, cast(float, self.plan.time_limit))
@@ -470,8 +451,10 @@ class Retrying:
                 retry_event(step, ex.last_outcome)
                 yield step
                 step = ex.next_step()
+            elif attempt is None:
+                raise self._verdict_error(ex, step, None, None)
             else:
-                raise self._verdict_error(step, attempt)
+                raise self._verdict_error(ex, step, attempt._error, attempt.result)
 
     @staticmethod
     def _not_entered(attempt: Attempt) -> RuntimeError:
@@ -479,13 +462,14 @@ class Retrying:
         attempt._after()
         return RuntimeError(_NOT_ENTERED)
 
-    def _verdict_error(self, v: Verdict, a: Attempt | None) -> BaseException:
-        """The exception of a verdict that is neither a return nor the attempt's own exception:
-        ``BreakerOpenError`` or ``GiveUpError`` (the last attempt's exception as ``__cause__``,
-        its value as ``result``), or a cancellation no exception carried (a value classified
-        ``cancelled``)."""
-        cause = a._error if a is not None else None
-        result = a.result if a is not None else None
+    @staticmethod
+    def _verdict_error(
+        ex: Execution, v: Verdict, cause: BaseException | None, result: Any
+    ) -> BaseException:
+        """The exception of ``ex``'s verdict ``v`` when it is neither a return nor the attempt's
+        own exception: ``BreakerOpenError`` or ``GiveUpError`` (``cause``, the last attempt's
+        exception, as ``__cause__``; ``result``, its value, as ``result``), or a cancellation
+        no exception carried (a value classified ``cancelled``)."""
         error: BaseException
         if v.kind in ("give_up", "breaker_open"):
             give_up_event(v)
@@ -499,7 +483,7 @@ class Retrying:
                 capped=v.capped,
             )
         elif v.kind == "breaker_open":
-            s = self.policy.breaker.snapshot()
+            s = ex.policy.breaker.snapshot()
             error = BreakerOpenError(
                 v.retry_after, s.state, s.episode, attempts=v.attempts, result=result
             )
@@ -508,15 +492,149 @@ class Retrying:
         error.__cause__ = cause
         return error
 
+    def _returned(self, ex: Execution, value: Any) -> Any:
+        """Reports an attempt that returned ``value`` (``_UNSET``: none given), classified as the
+        options say; returns the next step."""
+        if value is _UNSET:
+            return ex.complete("returned", _SUCCESS)
+        if self.http:
+            return ex.complete_response(value.status_code, value.headers)
+        classify = self.classify_result
+        if classify is not None:
+            return ex.complete("returned", _checked(classify(value), "classify_result"))
+        return ex.complete("returned", _SUCCESS)
+
+    def _raised(self, ex: Execution, exc: BaseException) -> Any:
+        """Reports an attempt that raised ``exc`` (an ``Exception``), classified by
+        ``classify_exception`` (``None``: a programming error); returns the next step."""
+        said = self.classify_exception(exc)
+        if said is None:
+            return ex.complete("bug")
+        return ex.complete("raised", _checked(said, "classify_exception"))
+
+    def _report_failed(self, ex: Execution, plan: AttemptPlan) -> None:
+        """Reporting an attempt failed (a classifier, a response without ``status_code``, an
+        outcome the core refuses): the attempt is recorded as a programming error unless the
+        core already recorded it, and the after-attempt hook still sees it. The caller
+        re-raises."""
+        if ex.verdict is None:
+            with contextlib.suppress(InvalidInputError):  # already recorded, or in use
+                ex.complete("bug")
+        self._after(ex, plan)
+
+    def _after(self, ex: Execution, plan: AttemptPlan) -> None:
+        """The after-attempt hook, with the outcome the core recorded. A hook that raises ends
+        the call with its exception: a retry already paid for is given back."""
+        hook = self.after_attempt
+        if hook is not None:
+            try:
+                hook(plan, cast(Outcome, ex.last_outcome))
+            except BaseException:
+                ex.cancel()
+                raise
+
+    def _wait(self, ex: Execution, wait: WaitPlan) -> None:
+        """Sleeps one wait of a sync call (``before_sleep`` first). A hook or sleeper that fails
+        (or the caller's cancellation during the sleep) ends the call: ``ex`` is cancelled and
+        the exception propagates."""
+        try:
+            if self.before_sleep is not None:
+                self.before_sleep(wait)
+            slept = self.sleep(wait.delay)
+            if slept is not None and inspect.isawaitable(slept):
+                _discard(slept)
+                raise TypeError(
+                    "sleep must block, not return an awaitable (give an "
+                    "async sleeper as async_sleep)"
+                )
+        except BaseException:
+            ex.cancel()
+            raise
+
     # -- the helpers on the loops ----------------------------------------------------------------
 
     def call(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """Calls ``fn(*args, **kwargs)``, retrying as the policy decides; returns its value."""
-        for attempt in self:
-            with attempt:
-                attempt._value = fn(*args, **kwargs)
-        value: T = attempt._value
-        return value
+        return self._run(self._template._begin(), fn, args, kwargs)
+
+    @classmethod
+    def _defaults(cls) -> Retrying:
+        """The options of a helper given none, without a policy: ``policy.call`` runs
+        :meth:`_run` with them on the policy's own first step (``Policy._begin``), with no
+        helper made per call. Only ``_run`` may be used on it."""
+        self = cls.__new__(cls)
+        self.attempt_timeout = None
+        self.total_timeout = DEFAULT_TOTAL_TIMEOUT
+        self.sleep = time.sleep
+        self.async_sleep = asyncio.sleep
+        self.before_sleep = None
+        self.after_attempt = None
+        self.classify_exception = classify_exception
+        self.classify_result = None
+        self.http = False
+        return self
+
+    def _run(
+        self,
+        begun: tuple[Execution, AttemptPlan | WaitPlan | Verdict],
+        fn: Callable[..., T],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> T:
+        """The sync call's loop: the same as ``for attempt in self: with attempt: ...``, without
+        an :class:`Attempt` per try. ``begun`` is the new call and its first step
+        (``Execution._begin``: the extension starts the call and admits its first attempt in
+        one step); a plain success is recorded in one more (``Execution._succeeded``)."""
+        step: Any
+        ex, step = begun
+        value: Any = None  # the last attempt's value: a give-up's ``result``
+        error: BaseException | None = None  # the last attempt's exception: its ``__cause__``
+        while True:
+            if type(step) is AttemptPlan:
+                plan = step
+                try:
+                    value = fn(*args, **kwargs)
+                except BaseException as exc:
+                    value = None
+                    error = exc
+                    try:
+                        if isinstance(exc, Exception):
+                            step = self._raised(ex, exc)
+                        else:
+                            # The caller's own cancellation ends the call, never classified.
+                            step = ex.complete("cancelled")
+                    except BaseException:
+                        self._report_failed(ex, plan)
+                        raise
+                    self._after(ex, plan)
+                    if type(step) is Verdict:
+                        if step.kind in ("return", "rethrow", "cancelled"):
+                            raise
+                        raise self._verdict_error(ex, step, exc, None) from exc
+                    continue
+                error = None
+                try:
+                    if self.classify_result is None and not self.http:
+                        step = ex._succeeded()  # None: returned
+                    else:
+                        step = self._returned(ex, value)
+                except BaseException:
+                    self._report_failed(ex, plan)
+                    raise
+                if self.after_attempt is not None:
+                    self._after(ex, plan)
+                if step is None:
+                    return cast(T, value)
+                if type(step) is Verdict:
+                    if step.kind == "return":
+                        return cast(T, value)
+                    raise self._verdict_error(ex, step, None, value)
+            elif type(step) is WaitPlan:
+                retry_event(step, ex.last_outcome)
+                self._wait(ex, step)
+                step = ex.next_step()
+            else:
+                raise self._verdict_error(ex, step, error, value)
 
     async def call_async(
         self, fn: Callable[P, Awaitable[T]], /, *args: P.args, **kwargs: P.kwargs
@@ -547,18 +665,25 @@ class Retrying:
 
             return async_wrapper
 
-        call = self.call
+        # What `self.call` does, one frame shorter.
+        run, begin = self._run, self._template._begin
 
         @functools.wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> Any:
-            return call(fn, *args, **kwargs)
+            return run(begin(), fn, args, kwargs)
 
         return wrapper
 
 
+# The default options, shared by `call` and every policy's `call`.
+_DEFAULTS = Retrying._defaults()
+
+
 def call(policy: _Policy, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
     """Calls ``fn(*args, **kwargs)`` with the policy's retries and the default options."""
-    return Retrying(policy).call(fn, *args, **kwargs)
+    if not isinstance(policy, _Policy):
+        raise TypeError(f"policy must be a holdoff.Policy, not {type(policy).__name__}")
+    return _DEFAULTS._run(policy._begin(), fn, args, kwargs)
 
 
 async def call_async(
