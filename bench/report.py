@@ -24,8 +24,8 @@ import sys
 from collections import OrderedDict
 from pathlib import Path
 
-LANGS = ["rust", "python", "node", "go", "c", "csharp"]
-LANG_NAMES = {"rust": "Rust", "python": "Python", "node": "Node", "go": "Go", "c": "C", "csharp": "C# (Mono)"}
+LANGS = ["rust", "python", "node", "go", "c", "csharp", "kotlin"]
+LANG_NAMES = {"rust": "Rust", "python": "Python", "node": "Node", "go": "Go", "c": "C", "csharp": "C# (Mono)", "kotlin": "Kotlin"}
 OPS = [
     "allow_record",
     "allow_record_metrics",
@@ -140,7 +140,7 @@ def peer_versions(subjects: dict) -> str:
     """The peers with the version their notes give ("failsafe 1.3.0"), else the name alone."""
     out = []
     for name, ops in subjects.items():
-        if name == "holdoff":
+        if name in ("holdoff", FLOOR):
             continue
         short = re.escape(name.rsplit("/", 1)[-1])
         found = None
@@ -153,7 +153,34 @@ def peer_versions(subjects: dict) -> str:
     return ", ".join(out) if out else "none"
 
 
+# The subject whose one op, `noop_crossing`, is the cost of one no-op call across the language's
+# FFI: what a binding pays at least whenever it calls into the library. Shown under the table,
+# not as a peer.
+FLOOR = "floor"
+FLOOR_OPS = ["allow_record", "refuse_open", "protected_call", "budget_429"]
+
+
+def floor_line(subjects: dict) -> list[str]:
+    """One sentence: the floor's median and holdoff's per-call ops as multiples of it."""
+    r = subjects.get(FLOOR, {}).get("noop_crossing")
+    if not r:
+        return []
+    base = statistics.median(r["samples"])
+    ours = subjects.get("holdoff", {})
+    parts = [
+        f"`{op}` {statistics.median(ours[op]['samples']) / base:.2f}×"
+        for op in FLOOR_OPS
+        if op in ours and ours[op]["unit"] == r["unit"] and base > 0
+    ]
+    text = f"Floor (one no-op call into the library: {r['note'] or 'no note'}): {num(base, r['unit'])} {r['unit']}"
+    if parts:
+        text += "; holdoff's " + ", ".join(parts) + " of it"
+    return ["", text + "."]
+
+
 def lang_table(lang: str, subjects: dict) -> list[str]:
+    floor = floor_line(subjects)
+    subjects = OrderedDict((k, v) for k, v in subjects.items() if k != FLOOR)
     peers = [s for s in subjects if s != "holdoff"]
     ours = subjects.get("holdoff", {})
     ops = [o for o in OPS if any(o in s for s in subjects.values())]
@@ -169,7 +196,7 @@ def lang_table(lang: str, subjects: dict) -> list[str]:
         for p in peers:
             row += [cell(subjects[p].get(op)), ratio(subjects[p].get(op), ours.get(op))]
         out.append("| " + " | ".join(row) + " |")
-    return out
+    return out + floor
 
 
 def reps_text(subjects: dict) -> str:

@@ -7,7 +7,7 @@
 #                                            one breaker through a redis-server it starts)
 #   bash bindings/kotlin/run.sh fleet        the multi-process fleet test only
 #   bash bindings/kotlin/run.sh conformance  the conformance runner only
-#   bash bindings/kotlin/run.sh bench        allow+record from Kotlin in a warmed loop (release
+#   bash bindings/kotlin/run.sh bench        bench/kotlin/BenchTest.kt against Resilience4j (release
 #                                            library; bench/kotlin/run.sh calls it)
 #   bash bindings/kotlin/run.sh dist         the jar into dist/maven/, a Maven file repository
 #                                            (make dist-kotlin; scripts/dist-check/kotlin.sh)
@@ -128,10 +128,12 @@ cmd_conformance() {
   return "$rc"
 }
 
-# The parallel collector: each call leaves small JNA allocations that are freed only after a
-# collection, and with it the loop runs 2-3x faster here than with G1.
+# The parallel collector: each native call leaves small JNA allocations that are freed only after
+# a collection, and with it the loop runs 2-3x faster here than with G1. HOLDOFF_BENCH_OUT (the
+# records' file) reaches the test JVM through the environment; HOLDOFF_BENCH_PROFILE=debug runs
+# it over the debug library (a quick check; the figures mean nothing).
 cmd_bench() {
-  prepare release
+  prepare "${HOLDOFF_BENCH_PROFILE:-release}"
   mvn_test -Dholdoff.groups=bench -Dholdoff.excludedGroups= -Dtest=BenchTest \
     -Dholdoff.argLine="-Xmx512m -XX:+UseParallelGC"
 }

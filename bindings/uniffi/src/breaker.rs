@@ -3,7 +3,8 @@
 use std::sync::{Arc, Mutex};
 
 use holdoff::interop::config::GroupSpec;
-use holdoff::interop::{Coded, OutcomeKind, PermitSlot};
+use holdoff::interop::{Coded, OutcomeKind, PermitSlot, RawPermit};
+use holdoff::{FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_VERSION};
 
 use crate::fleet::{attach, FleetConfig, FleetSync};
 use crate::{clock_of, count, lock, BreakerConfig, Duration, HoldoffError, ManualClock};
@@ -312,6 +313,58 @@ pub trait StateListener: Send + Sync {
     fn on_state_change(&self, change: StateChange);
 }
 
+/// Keeps a breaker's memory, and so its fast-path word, alive: the word's address in
+/// [`FastPathLayout`] is valid for as long as this object is (the Kotlin `FastPath` holds it
+/// and never destroys it before it is itself unreachable).
+#[derive(Debug, uniffi::Object)]
+pub struct FastPathWord {
+    breaker: Arc<holdoff::Breaker>,
+}
+
+#[uniffi::export]
+impl FastPathWord {
+    /// Records `outcome` for a call of this word's breaker admitted under the raw `episode` and
+    /// `probe` (0: not a probe) without a permit object: what a permit of the Kotlin `FastPath`
+    /// does when its outcome needs the library. It works after the `Breaker` object is closed,
+    /// as a library permit's record does (this object keeps the breaker alive). The caller keeps
+    /// such a permit from being recorded twice. `InvalidInput` for a negative retry-later delay
+    /// (`outcome.retry_later`).
+    pub fn record(&self, episode: u32, probe: u32, outcome: Outcome) -> Result<Effect, HoldoffError> {
+        let o = outcome.to_core()?;
+        let permit = holdoff::Permit::from(RawPermit {
+            breaker: self.breaker.id(),
+            episode,
+            probe,
+        });
+        Ok(self.breaker.record(permit, o)?.into())
+    }
+}
+
+/// Where a breaker's fast-path word is and how to read it (docs/ffi.md "The fast-path word").
+///
+/// The word is 64 bits, read atomically with acquire ordering, never written by the caller.
+/// Admission: `(word & admit_mask) == 0` admits the call as a closed, non-probe permit of
+/// breaker `breaker_id` in episode `word >> 32` (record it with `FastPathWord.record`).
+/// Success: such a permit needs no record when `word == episode << 32`. Anything else goes
+/// through the breaker's methods. Read the word only when `version` is 1.
+#[derive(Debug, uniffi::Record)]
+pub struct FastPathLayout {
+    /// Holds the breaker (and the word) alive; the address is valid while this object lives.
+    pub word: Arc<FastPathWord>,
+    /// The word's address in this process, 8-byte aligned.
+    pub address: u64,
+    /// The core breaker's address, for `holdoff_uniffi_direct_allow` (src/direct.rs): valid
+    /// while `word` lives.
+    pub breaker_address: u64,
+    /// The bits that must all be 0 for an admission on the word: the state and the counting
+    /// flag.
+    pub admit_mask: u64,
+    /// The breaker's process-unique id, carried by its permits.
+    pub breaker_id: u32,
+    /// The layout's version (1).
+    pub version: u32,
+}
+
 /// A circuit breaker for one upstream; share it between every thread that calls it.
 #[derive(Debug, uniffi::Object)]
 pub struct Breaker {
@@ -417,6 +470,21 @@ impl Breaker {
         let o = outcome.to_core()?;
         let p = permit.slot.take(&self.inner)?;
         Ok(self.inner.record(p, o)?.into())
+    }
+
+    /// The fast-path word's layout: what the Kotlin `FastPath` needs to admit a call and to
+    /// recognise a clean success without calling into the library.
+    pub fn fast_path_layout(&self) -> FastPathLayout {
+        FastPathLayout {
+            word: Arc::new(FastPathWord {
+                breaker: Arc::clone(&self.inner),
+            }),
+            address: self.inner.fast_path_word().as_ptr() as u64,
+            breaker_address: Arc::as_ptr(&self.inner) as u64,
+            admit_mask: FAST_PATH_STATE_MASK | FAST_PATH_COUNTING,
+            breaker_id: self.inner.id(),
+            version: FAST_PATH_VERSION,
+        }
     }
 
     /// Opens the breaker until `reset` (starts a new episode).

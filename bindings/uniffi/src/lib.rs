@@ -67,6 +67,7 @@ macro_rules! mirror {
 
 mod breaker;
 mod budget;
+mod direct;
 mod execution;
 mod fleet;
 mod http;
