@@ -99,9 +99,51 @@ fn ok() -> Result<u64, ()> {
     Ok(black_box(1))
 }
 
+const FS_NOTE: &str = "failsafe 1.3.0, consecutive_failures(5, constant backoff)";
+const RC_NOTE: &str = "recloser 1.4.0, Recloser::custom() defaults (ring of 100 calls, 50 % error rate)";
+const MX_NOTE: &str = "hand-written: 5 consecutive failures, std::sync::Mutex<{failures, open_until}>";
+
+/// `protected_call` for the peers: each one's own `call(|| Ok(1))` on a closed breaker, the
+/// result checked as holdoff's is (main.rs, bench_protected_call).
+pub fn bench_protected_call(b: &mut Bench) {
+    let fs = failsafe_breaker(OPEN_FOR);
+    let s = b.time_loop(|| {
+        black_box(fs.call(ok).unwrap());
+    });
+    b.push(
+        "failsafe",
+        "protected_call",
+        "ns/op",
+        s,
+        format!("CircuitBreaker::call(|| Ok(1)); {FS_NOTE}"),
+    );
+    let rc = recloser_breaker();
+    let s = b.time_loop(|| {
+        black_box(rc.call(ok).unwrap());
+    });
+    b.push(
+        "recloser",
+        "protected_call",
+        "ns/op",
+        s,
+        format!("call(|| Ok(1)); {RC_NOTE}"),
+    );
+    let mx = MutexBreaker::new(5, OPEN_FOR);
+    let s = b.time_loop(|| {
+        black_box(mx.call(ok).unwrap().unwrap());
+    });
+    b.push(
+        "mutex-baseline",
+        "protected_call",
+        "ns/op",
+        s,
+        format!("call(|| Ok(1)): allow, run, record; {MX_NOTE}"),
+    );
+}
+
 pub fn bench_peers(b: &mut Bench) {
     // failsafe 1.3.0: StateMachine, a parking_lot::Mutex around the state and the policy.
-    let fs_note = "failsafe 1.3.0, consecutive_failures(5, constant backoff)";
+    let fs_note = FS_NOTE;
     let fs = failsafe_breaker(OPEN_FOR);
     let fs_pair = |fs: &Failsafe| {
         if black_box(fs.is_call_permitted()) {
@@ -137,16 +179,6 @@ pub fn bench_peers(b: &mut Bench) {
         s,
         format!("is_call_permitted() -> false when open; {fs_note}"),
     );
-    let s = b.time_loop(|| {
-        black_box(fs.call(ok).unwrap());
-    });
-    b.push(
-        "failsafe",
-        "protected_call",
-        "ns/op",
-        s,
-        format!("CircuitBreaker::call(|| Ok(1)); {fs_note}"),
-    );
     let s = bytes_of(b, || failsafe_breaker(OPEN_FOR), |fs| fs_pair(fs));
     b.push(
         "failsafe",
@@ -169,7 +201,7 @@ pub fn bench_peers(b: &mut Bench) {
 
     // recloser 1.4.0: lock-free (crossbeam-epoch); the only API is call(f), which admits, runs
     // and records, so allow_record and protected_call are the same call.
-    let rc_note = "recloser 1.4.0, Recloser::custom() defaults (ring of 100 calls, 50 % error rate)";
+    let rc_note = RC_NOTE;
     let rc = recloser_breaker();
     let rc_call = |rc: &Recloser| {
         black_box(rc.call(ok).unwrap());
@@ -205,14 +237,6 @@ pub fn bench_peers(b: &mut Bench) {
         s,
         format!("call(..) -> Err(Rejected) when open; {rc_note}"),
     );
-    let s = b.time_loop(|| rc_call(&rc));
-    b.push(
-        "recloser",
-        "protected_call",
-        "ns/op",
-        s,
-        format!("call(|| Ok(1)); {rc_note}"),
-    );
     let s = bytes_of(b, recloser_breaker, |rc| rc_call(rc));
     b.push(
         "recloser",
@@ -234,7 +258,7 @@ pub fn bench_peers(b: &mut Bench) {
     );
 
     // The Mutex baseline.
-    let mx_note = "hand-written: 5 consecutive failures, std::sync::Mutex<{failures, open_until}>";
+    let mx_note = MX_NOTE;
     let mx = MutexBreaker::new(5, OPEN_FOR);
     let mx_pair = |mx: &MutexBreaker| {
         if black_box(mx.allow()) {
@@ -268,16 +292,6 @@ pub fn bench_peers(b: &mut Bench) {
         "ns/op",
         s,
         format!("allow() -> false when open (reads Instant::now()); {mx_note}"),
-    );
-    let s = b.time_loop(|| {
-        black_box(mx.call(ok).unwrap().unwrap());
-    });
-    b.push(
-        "mutex-baseline",
-        "protected_call",
-        "ns/op",
-        s,
-        format!("call(|| Ok(1)): allow, run, record; {mx_note}"),
     );
     let s = bytes_of(b, || MutexBreaker::new(5, OPEN_FOR), |mx| mx_pair(mx));
     b.push(

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use holdoff::{Breaker, Outcome, Permit, Policy};
+use holdoff::{Breaker, Outcome, Permit, Policy, Refusal};
 
 use crate::run::{run, ByOutcome, ByResponse, FnAttempts};
 use crate::{Error, HttpResponse, Options};
@@ -94,16 +94,50 @@ where
     run(policy, options, FnAttempts(op), ByResponse(classify_error)).await
 }
 
+/// The permit of one [`call`] while its operation runs: recorded as the classifier says when the
+/// operation returns ([`BreakerAttempt::finish`]), as [`Outcome::Cancelled`] if it is dropped
+/// first (the future dropped, or a panic in the operation or the classifier).
 struct BreakerAttempt<'a> {
     breaker: &'a Breaker,
     permit: Option<Permit>,
 }
 
+impl BreakerAttempt<'_> {
+    /// Records the operation's outcome. The permit was issued by this breaker, so recording it
+    /// cannot fail.
+    #[inline]
+    fn finish(mut self, outcome: Outcome) {
+        if let Some(permit) = self.permit.take() {
+            let _ = self.breaker.record(permit, outcome);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn cancel(breaker: &Breaker, permit: Permit) {
+        let _ = breaker.record(permit, Outcome::Cancelled);
+    }
+}
+
 impl Drop for BreakerAttempt<'_> {
+    // Inline, so that after `finish` (the permit taken) the drop folds away instead of being a
+    // call into this crate on every attempt.
+    #[inline]
     fn drop(&mut self) {
         if let Some(permit) = self.permit.take() {
-            let _ = self.breaker.record(permit, Outcome::Cancelled);
+            Self::cancel(self.breaker, permit);
         }
+    }
+}
+
+/// The error of a refused [`call`]: nothing ran. Out of line, off the admitted path.
+#[cold]
+#[inline(never)]
+fn refused<E, T>(refusal: Refusal) -> Error<E, T> {
+    Error::BreakerOpen {
+        retry_after: refusal.retry_after,
+        attempts: 0,
+        last: None,
     }
 }
 
@@ -118,21 +152,14 @@ where
     Fut: Future<Output = Result<T, E>>,
     C: FnOnce(&Result<T, E>) -> Outcome,
 {
-    let permit = breaker.allow().map_err(|refusal| Error::BreakerOpen {
-        retry_after: refusal.retry_after,
-        attempts: 0,
-        last: None,
-    })?;
-    let mut guard = BreakerAttempt {
-        breaker,
-        permit: Some(permit),
+    let attempt = match breaker.allow() {
+        Ok(permit) => BreakerAttempt {
+            breaker,
+            permit: Some(permit),
+        },
+        Err(refusal) => return Err(refused(refusal)),
     };
     let result = op.await;
-    let outcome = classify(&result);
-    if let Some(permit) = guard.permit.take() {
-        breaker
-            .record(permit, outcome)
-            .expect("the permit was issued by this breaker");
-    }
+    attempt.finish(classify(&result));
     result.map_err(Error::Operation)
 }

@@ -654,6 +654,80 @@ async fn a_value_that_is_not_a_status_is_invalid_input_and_frees_the_probe() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn breaker_only_call_records_what_classify_says() {
+    let b = Breaker::new(fragile(Duration::from_secs(30)), TokioClock::shared()).unwrap();
+    // A final answer is returned as the operation's error and counts as no failure.
+    let r = call(&b, async { Err::<u32, _>(Fail::NotFound) }, classify).await;
+    assert!(matches!(r, Err(Error::Operation(Fail::NotFound))));
+    let s = b.snapshot();
+    assert_eq!((s.state, s.failures), (State::Closed, 0));
+    // An Ok the classifier calls a failure is still returned, and trips it (threshold 1).
+    let r = call(&b, async { Ok::<u32, Fail>(7) }, |_: &Result<u32, Fail>| {
+        Outcome::Failure
+    })
+    .await;
+    assert_eq!(r.unwrap(), 7);
+    let s = b.snapshot();
+    assert_eq!((s.state, s.opens), (State::Open, 1));
+    // Refused: the operation is never polled.
+    let polled = AtomicU32::new(0);
+    let r = call(
+        &b,
+        async {
+            polled.fetch_add(1, Ordering::SeqCst);
+            Ok::<u32, Fail>(1)
+        },
+        classify,
+    )
+    .await;
+    assert_eq!(r.unwrap_err().name(), "breaker_open");
+    assert_eq!(polled.load(Ordering::SeqCst), 0);
+    assert_eq!(b.snapshot().refusals, 1);
+    // A retry-later answer opens a closed breaker for the server's delay.
+    let b = Breaker::new(BreakerConfig::default(), TokioClock::shared()).unwrap();
+    let r = call(
+        &b,
+        async { Err::<u32, _>(Fail::Busy(Duration::from_secs(90))) },
+        classify,
+    )
+    .await;
+    assert!(matches!(r, Err(Error::Operation(Fail::Busy(_)))));
+    let r = call(&b, async { Ok::<u32, Fail>(1) }, classify).await;
+    assert_eq!(r.unwrap_err().retry_after(), Some(Duration::from_secs(90)));
+}
+
+#[tokio::test(start_paused = true)]
+async fn breaker_only_call_records_a_panic_as_cancelled() {
+    let b = Arc::new(Breaker::new(fragile(Duration::from_secs(30)), TokioClock::shared()).unwrap());
+    let r = call(&b, async { Err::<u32, _>(Fail::Down) }, classify).await;
+    assert!(matches!(r, Err(Error::Operation(Fail::Down))));
+    advance(Duration::from_secs(30)).await;
+    let probe = Arc::clone(&b);
+    let joined = tokio::spawn(async move {
+        call(
+            &probe,
+            async {
+                if probe.snapshot().state == State::HalfOpen {
+                    panic!("the operation panics");
+                }
+                Ok::<u32, Fail>(1)
+            },
+            classify,
+        )
+        .await
+    })
+    .await;
+    assert!(joined.unwrap_err().is_panic());
+    // The probe was recorded as cancelled: its slot is free at once (the probe timeout is an
+    // hour), and nothing was counted against the upstream (no new open).
+    let s = b.snapshot();
+    assert_eq!(
+        (s.state, s.probes, s.probes_in_flight, s.opens),
+        (State::HalfOpen, 1, 0, 1)
+    );
+}
+
+#[tokio::test(start_paused = true)]
 async fn breaker_only_call_admits_records_and_refuses() {
     let clock = TokioClock::shared();
     let b = Breaker::new(BreakerConfig::default(), clock).unwrap();
