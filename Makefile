@@ -68,7 +68,7 @@ demo:
 	@bash cli/demo.sh
 
 ## bench: the cross-language benchmark (bench/run): one release build, then Rust, Python, Node,
-## Go, C and C# (bench/<lang>/) against their peers; writes bench/results/ and the tables of
+## Go, C, C# and Kotlin (bench/<lang>/) against their peers; writes bench/results/ and the tables of
 ## docs/performance.md.
 bench:
 	@bash bench/run
