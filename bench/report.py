@@ -153,26 +153,31 @@ def peer_versions(subjects: dict) -> str:
     return ", ".join(out) if out else "none"
 
 
-# The subject whose one op, `noop_crossing`, is the cost of one no-op call across the language's
-# FFI: what a binding pays at least whenever it calls into the library. Shown under the table,
-# not as a peer.
+# The subject whose one op is the least a holdoff call pays in that language: `noop_crossing`, one
+# no-op call across the binding's FFI (what a binding pays whenever it calls into the library),
+# or `clock_read` in Rust, the clock reading every refusal while open takes. Shown under the
+# table, not as a peer, with holdoff's ops that pay it as multiples of it.
 FLOOR = "floor"
-FLOOR_OPS = ["allow_record", "refuse_open", "protected_call", "budget_429"]
+FLOOR_OPS = {
+    "noop_crossing": ["allow_record", "refuse_open", "protected_call", "budget_429"],
+    "clock_read": ["refuse_open"],
+}
 
 
 def floor_line(subjects: dict) -> list[str]:
-    """One sentence: the floor's median and holdoff's per-call ops as multiples of it."""
-    r = subjects.get(FLOOR, {}).get("noop_crossing")
-    if not r:
+    """One sentence: the floor's median and holdoff's ops that pay it as multiples of it."""
+    floor = subjects.get(FLOOR, {})
+    if not floor:
         return []
+    op, r = next(iter(floor.items()))
     base = statistics.median(r["samples"])
     ours = subjects.get("holdoff", {})
     parts = [
-        f"`{op}` {statistics.median(ours[op]['samples']) / base:.2f}×"
-        for op in FLOOR_OPS
-        if op in ours and ours[op]["unit"] == r["unit"] and base > 0
+        f"`{o}` {statistics.median(ours[o]['samples']) / base:.2f}×"
+        for o in FLOOR_OPS.get(op, [])
+        if o in ours and ours[o]["unit"] == r["unit"] and base > 0
     ]
-    text = f"Floor (one no-op call into the library: {r['note'] or 'no note'}): {num(base, r['unit'])} {r['unit']}"
+    text = f"Floor, `{op}` ({r['note'] or 'no note'}): {num(base, r['unit'])} {r['unit']}"
     if parts:
         text += "; holdoff's " + ", ".join(parts) + " of it"
     return ["", text + "."]

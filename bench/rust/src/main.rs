@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use holdoff::fleet::FleetConfig;
 use holdoff::{
-    Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Classifier, Outcome, RetryBudget,
+    Backoff, Breaker, BreakerConfig, BreakerGroup, BudgetConfig, Classifier, Clock, Outcome, RetryBudget,
     RetryState, SystemClock,
 };
 
@@ -341,6 +341,19 @@ fn bench_holdoff(b: &mut Bench) {
         "ns/op",
         s,
         "allow() -> Err(Refusal) on a breaker tripped by 5 failures (reads the clock for retry_after; the bindings use force_open)",
+    );
+
+    // What a refusal cannot avoid: the one clock reading that tells whether a probe is due.
+    let clock: Arc<dyn Clock> = SystemClock::shared();
+    let s = b.time_loop(|| {
+        black_box(clock.now());
+    });
+    b.push(
+        "floor",
+        "clock_read",
+        "ns/op",
+        s,
+        "one reading of the breaker's clock (Clock::now on SystemClock::shared() through Arc<dyn Clock>), which every refusal while open takes once",
     );
 
     // The budget's decision for a 429 whose Retry-After says 1 s, as the other languages
