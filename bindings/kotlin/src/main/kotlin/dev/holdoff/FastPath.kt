@@ -6,8 +6,6 @@ package dev.holdoff
 import com.sun.jna.Memory
 import com.sun.jna.Native
 import com.sun.jna.Pointer
-import kotlinx.coroutines.currentCoroutineContext
-import kotlinx.coroutines.isActive
 import java.lang.invoke.MethodHandles
 import java.lang.invoke.VarHandle
 import java.lang.ref.Reference
@@ -162,22 +160,7 @@ class FastPath internal constructor(val breaker: Breaker, layout: FastPathLayout
     suspend fun <T> execute(
         classify: (Throwable) -> Outcome? = ::defaultOutcomeOf,
         block: suspend () -> T,
-    ): T {
-        val permit = when (val a = allow()) {
-            is Admission.Admitted -> a.permit
-            is Admission.Refused -> throw BreakerOpenException(attempts = 0, retryAfter = a.retryAfter)
-        }
-        return permit.use {
-            val result = try {
-                block()
-            } catch (e: Throwable) {
-                it.record(attemptedOf(e, classify, currentCoroutineContext().isActive).recorded)
-                throw e
-            }
-            it.recordSuccess()
-            result
-        }
-    }
+    ): T = runAdmitted(allow(), classify, block)
 
     /**
      * Three native 64-bit slots per thread for [direct]'s answer, passed by address and read

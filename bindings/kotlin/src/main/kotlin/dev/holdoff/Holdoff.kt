@@ -40,10 +40,22 @@ internal fun partsOf(d: kotlin.time.Duration): DurationParts = when {
 suspend fun <T> Breaker.execute(
     classify: (Throwable) -> Outcome? = ::defaultOutcomeOf,
     block: suspend () -> T,
+): T = runAdmitted(allow(), classify, block)
+
+/**
+ * One call through a breaker given its [admission]: refused, throws [BreakerOpenException];
+ * admitted, runs [block] and records its outcome on the permit (an exception as [classify] says,
+ * then re-thrown). Shared by [Breaker.execute] and [FastPath.execute], whose permits differ only
+ * in how they record.
+ */
+internal suspend fun <T> runAdmitted(
+    admission: Admission,
+    classify: (Throwable) -> Outcome?,
+    block: suspend () -> T,
 ): T {
-    val permit = when (val a = allow()) {
-        is Admission.Admitted -> a.permit
-        is Admission.Refused -> throw BreakerOpenException(attempts = 0, retryAfter = a.retryAfter)
+    val permit = when (admission) {
+        is Admission.Admitted -> admission.permit
+        is Admission.Refused -> throw BreakerOpenException(attempts = 0, retryAfter = admission.retryAfter)
     }
     return permit.use {
         val result = try {
