@@ -331,9 +331,23 @@ struct Inner {
     open: bool,
     published: u64,
     seq: u32,
+    // The latest reading used under the lock (see `Inner::at`).
+    latest: Instant,
 }
 
 impl Inner {
+    /// The instant a locked decision works at: the caller's one reading, or the latest reading
+    /// this breaker has already used under the lock if that is later. A reading is taken before
+    /// the lock (by the lock-free refusal, or by a policy sharing its one reading), and another
+    /// caller may decide at a later one in between; since this decision follows that one, its
+    /// time is at least the later reading. Without this an older reading would measure a wait
+    /// from before the window it reports was armed (longer than the interval) or record into a
+    /// window out of order.
+    fn at(&mut self, now: &LazyNow<'_>) -> Instant {
+        self.latest = self.latest.max(now.get());
+        self.latest
+    }
+
     /// Forgets what belongs to one episode or one closed stretch: recovery progress, the probes
     /// in flight (their answers are stale from now on) and the trip policy's counts.
     fn start_afresh(&mut self) {
@@ -542,7 +556,10 @@ impl Breaker {
                 inner.stale += 1;
                 Effect::Stale
             }
-            State::Open | State::HalfOpen => self.record_open(&mut inner, w, permit, outcome, now.get()),
+            State::Open | State::HalfOpen => {
+                let t = inner.at(now);
+                self.record_open(&mut inner, w, permit, outcome, t)
+            }
         };
         self.finish(inner);
         effect
@@ -558,11 +575,14 @@ impl Breaker {
             State::ForcedOpen => return None,
             State::Open | State::HalfOpen => {}
         }
-        let inner = self.lock();
+        let mut inner = self.lock();
         match State::from_bits(self.word.load(Ordering::Acquire)) {
             State::Closed | State::Disabled => Some(Duration::ZERO),
             State::ForcedOpen => None,
-            State::Open | State::HalfOpen => Some(self.next_probe_in(&inner, now.get())),
+            State::Open | State::HalfOpen => {
+                let t = inner.at(now);
+                Some(self.next_probe_in(&inner, t))
+            }
         }
     }
 
@@ -588,7 +608,7 @@ impl Breaker {
         let now = LazyNow::new(&*self.clock);
         let mut inner = self.lock();
         let w = self.word.load(Ordering::Acquire);
-        let t = now.get();
+        let t = inner.at(&now);
         inner.start_afresh();
         inner.step = 0;
         if to == State::Closed {

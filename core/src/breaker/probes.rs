@@ -81,7 +81,7 @@ impl Breaker {
                 })
             }
             State::Open | State::HalfOpen => {
-                let t = now.get();
+                let t = inner.at(now);
                 inner.probes.retain(|p| p.alive(t));
                 let max = self.config.max_probes_in_flight as usize;
                 if t >= inner.eligible_at

@@ -130,6 +130,7 @@ impl Inner {
             open: false,
             published: 0,
             seq: 0,
+            latest: Instant::ZERO,
         }
     }
 }
@@ -271,6 +272,35 @@ mod tests {
         b.reset();
         assert!(b.allow().is_ok());
         assert_eq!(b.snapshot().refusals, 3);
+    }
+
+    #[test]
+    fn a_reading_older_than_the_lock_holders_is_not_a_longer_wait() {
+        // A caller reads the clock (the lock-free refusal that then finds a probe due, or a
+        // policy's one reading), then waits for the lock while another caller, at a later
+        // reading, admits a probe and re-arms the window one interval ahead. Under the lock the
+        // first reading is older than what the breaker has decided at; the wait is from the
+        // latest instant, so never longer than the interval.
+        let (b, clock) = incident_one();
+        fail(&b, 5);
+        clock.set(Instant::from_millis(59_000)).unwrap();
+        let early = crate::clock::LazyNow::new(&clock);
+        assert_eq!(early.get(), Instant::from_millis(59_000));
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let probe = b.allow().unwrap();
+        assert!(probe.is_probe());
+        assert_eq!(
+            b.wait_at(&early),
+            Some(Duration::from_secs(60)),
+            "one interval from the probe's admission at 60 s, not from the older 59 s reading"
+        );
+        // A failure recorded at the older reading re-opens from the latest instant too.
+        b.record_at(probe, Outcome::Failure, &early).unwrap();
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.retry_after),
+            (State::Open, Some(Duration::from_secs(60)))
+        );
     }
 
     #[test]

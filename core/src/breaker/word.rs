@@ -173,13 +173,14 @@ impl Breaker {
         }
         if let Outcome::RetryLater(d) = outcome {
             if !d.is_zero() {
-                self.trip(inner, w, now.get(), Some(d));
+                let t = inner.at(now);
+                self.trip(inner, w, t, Some(d));
                 return Effect::Counted;
             }
         }
         let failure = outcome.is_failure();
         if self.timed() {
-            let t = now.get();
+            let t = inner.at(now);
             if inner.window.record(t, failure) {
                 self.trip(inner, w, t, None);
             }
@@ -205,7 +206,8 @@ impl Breaker {
             {
                 Ok(_) => {
                     if failure && failures >= self.threshold() {
-                        self.trip(inner, new, now.get(), None);
+                        let t = inner.at(now);
+                        self.trip(inner, new, t, None);
                     }
                     return Effect::Counted;
                 }
@@ -230,7 +232,8 @@ impl Breaker {
         }
         let failure = outcome.is_failure();
         if self.timed() {
-            inner.window.record(now.get(), failure);
+            let t = inner.at(now);
+            inner.window.record(t, failure);
         } else {
             let _ = self.word.fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
                 let f = if failure {
