@@ -33,6 +33,8 @@ rust:
 	cargo test $(RUST_TESTED) --all-targets
 	cargo test $(RUST_TESTED) --doc
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p holdoff -p holdoff-tokio -p holdoff-otel --all-features
+	# Built first so that the time limit bounds the run, not the build on a busy machine.
+	cargo build -q -p holdoff-tokio --example local_server --features reqwest
 	timeout 60 cargo run -q -p holdoff-tokio --example local_server --features reqwest
 
 ## loom: model-check the core's lock-free paths, every interleaving of 2-3 threads (core/loom.sh).
