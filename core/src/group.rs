@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use lru::LruCache;
 
+use crate::breaker::intern::intern;
 use crate::breaker::{Breaker, BreakerConfig};
 use crate::clock::Clock;
 use crate::error::ConfigError;
@@ -61,9 +62,9 @@ struct Entries {
 
 /// A bounded, lazily filled map from upstream key to its own [`Breaker`]. `Send + Sync`.
 ///
-/// Every breaker shares the template's configuration (one copy for the group), with its own
-/// jitter seed, the template's mixed with the key, so that a fleet of breakers does not probe in
-/// lockstep.
+/// Every breaker shares the template's configuration (one copy for the group, and for every
+/// group and breaker built from an equal configuration), with its own jitter seed, the
+/// template's mixed with the key, so that a fleet of breakers does not probe in lockstep.
 pub struct BreakerGroup {
     template: Arc<BreakerConfig>,
     max_keys: usize,
@@ -114,7 +115,7 @@ impl BreakerGroup {
         template.validate()?;
         validate_max_keys(max_keys)?;
         Ok(BreakerGroup {
-            template: Arc::new(template),
+            template: intern(template),
             max_keys,
             clock,
             entries: Mutex::new(Entries {

@@ -120,3 +120,49 @@ fn shared_breaker_and_quota_balance() {
     }
     assert_eq!(breaker.snapshot().state, State::Closed);
 }
+
+#[test]
+fn breakers_built_on_many_threads_share_equal_configurations_and_nothing_else() {
+    const EACH: u64 = if cfg!(miri) { 50 } else { 5_000 };
+    let clock: Arc<dyn holdoff::Clock> = Arc::new(ManualClock::new());
+    let common = BreakerConfig {
+        trip: TripPolicy::ConsecutiveFailures { threshold: 2 },
+        seed: 0x5eed_57e5,
+        ..BreakerConfig::default()
+    };
+    let kept: Vec<Breaker> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (clock, common) = (&clock, &common);
+                s.spawn(move || {
+                    let mut kept = Vec::new();
+                    for i in 0..EACH {
+                        kept.push(Breaker::new(common.clone(), Arc::clone(clock)).unwrap());
+                        // A configuration of its own, made and dropped while the others build.
+                        let own = BreakerConfig {
+                            seed: (t << 32) | i,
+                            ..common.clone()
+                        };
+                        let b = Breaker::new(own, Arc::clone(clock)).unwrap();
+                        assert_eq!(b.config().seed, (t << 32) | i);
+                    }
+                    kept
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap()).collect()
+    });
+    assert_eq!(kept.len() as u64, THREADS * EACH);
+    let first = kept[0].config();
+    assert!(
+        kept.iter().all(|b| std::ptr::eq(b.config(), first)),
+        "one copy for all"
+    );
+    assert_eq!(*first, common);
+    for _ in 0..2 {
+        let p = kept[0].allow().unwrap();
+        kept[0].record(p, Outcome::Failure).unwrap();
+    }
+    assert_eq!(kept[0].snapshot().state, State::Open);
+    assert!(kept[1..].iter().all(|b| b.snapshot().state == State::Closed));
+}

@@ -48,21 +48,25 @@
 //!
 //! # Memory
 //! A breaker holds inline only what the lock-free paths read (the word, the refusal deadline,
-//! the refusal count), its clock and a shared configuration. The state the locked paths keep
-//! (probe windows and probes, the trip window, events, the listener, the fleet link, counters)
-//! is one block allocated the first time the lock is taken for a change (a failure, a trip, an
-//! operator's act, a snapshot): an idle closed breaker never allocates it.
+//! the refusal count), its clock and a configuration shared with every breaker built from an
+//! equal one (`intern.rs`). The state the locked paths keep (probe windows and probes, the trip
+//! window, events, the listener, the fleet link, counters) is one block allocated the first time
+//! the lock is taken for a change (a failure, a trip, an operator's act, a snapshot): an idle
+//! closed breaker never allocates it.
 //!
 //! # Layout
 //! This file holds the contract and the public types. The breaker's parts, one concept a file:
-//! `word.rs`, the packed state word and the lock-free closed path; `probes.rs`, opening an
-//! episode, admission while open, probe windows and the ramp; `permit.rs`, the permits;
-//! `events.rs`, state changes, their queue and the listener; `fleet.rs`, the link to a fleet
-//! (docs/fleet.md), consulted only under the lock; `refusal.rs`, the lock guard that publishes
-//! what a refusal needs, and the lock-free refusal.
+//! `config.rs`, the configuration and its rules; `intern.rs`, the one shared copy of each
+//! configuration in use; `word.rs`, the packed state word and the lock-free closed path;
+//! `probes.rs`, opening an episode, admission while open, probe windows and the ramp;
+//! `permit.rs`, the permits; `events.rs`, state changes, their queue and the listener;
+//! `fleet.rs`, the link to a fleet (docs/fleet.md), consulted only under the lock; `refusal.rs`,
+//! the lock guard that publishes what a refusal needs, and the lock-free refusal.
 
+mod config;
 mod events;
 pub(crate) mod fleet;
+pub(crate) mod intern;
 mod metrics;
 pub(crate) mod permit;
 mod probes;
@@ -75,13 +79,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use config::{BreakerConfig, MAX_PROBES};
 pub use events::{Listener, StateChange, EVENT_QUEUE_CAPACITY};
 pub use permit::Permit;
 pub use word::{
     fast_admit, fast_success, FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_TIMED, FAST_PATH_VERSION,
 };
 
-use crate::backoff::{Backoff, Prng};
+use crate::backoff::Prng;
 use crate::clock::{Clock, Instant, LazyNow};
 use crate::error::{ConfigError, PermitError};
 use crate::sync::{AtomicU64, Mutex};
@@ -90,79 +95,6 @@ use events::Transition;
 use probes::InFlight;
 use refusal::SeqCounter;
 use word::{word_episode, word_failures};
-
-/// Upper bound on [`BreakerConfig::recoveries`] and [`BreakerConfig::max_probes_in_flight`].
-pub const MAX_PROBES: u32 = 1000;
-
-/// Configuration of one breaker.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BreakerConfig {
-    /// When the breaker trips. Default: 5 consecutive failures.
-    pub trip: TripPolicy,
-    /// Interval between probes while open: constant or exponential with a cap, optional
-    /// jitter, never giving up. Default: 30 s doubling to 5 min, no jitter (incident 2).
-    pub open_interval: Backoff,
-    /// Consecutive current-episode probe answers needed to close (1..=1000). Default 3
-    /// (incident 1).
-    pub recoveries: u32,
-    /// Probes admitted per interval (1..=1000). Default 1.
-    pub max_probes_in_flight: u32,
-    /// How long an unanswered probe holds its slot; `None` (default) means the open interval in
-    /// force when it was admitted.
-    pub probe_timeout: Option<Duration>,
-    /// Guard on a provider's retry-later delay: longer delays open the breaker for this long
-    /// instead (the event says so). Default 300 s. Must be > 0.
-    pub max_retry_later: Duration,
-    /// Seed of the jitter PRNG.
-    pub seed: u64,
-}
-
-impl Default for BreakerConfig {
-    fn default() -> Self {
-        BreakerConfig {
-            trip: TripPolicy::default(),
-            open_interval: Backoff::exponential(Duration::from_secs(30), 2.0, Duration::from_secs(300)),
-            recoveries: 3,
-            max_probes_in_flight: 1,
-            probe_timeout: None,
-            max_retry_later: Duration::from_secs(300),
-            seed: 0,
-        }
-    }
-}
-
-impl BreakerConfig {
-    /// Checks every field; the error names the field and the rule.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        self.trip.validate()?;
-        self.open_interval.validate("breaker.open_interval")?;
-        if self.recoveries == 0 || self.recoveries > MAX_PROBES {
-            return Err(ConfigError::new(
-                "breaker.recoveries",
-                "must be between 1 and 1000",
-            ));
-        }
-        if self.max_probes_in_flight == 0 || self.max_probes_in_flight > MAX_PROBES {
-            return Err(ConfigError::new(
-                "breaker.max_probes_in_flight",
-                "must be between 1 and 1000",
-            ));
-        }
-        if self.probe_timeout.is_some_and(|d| d.is_zero()) {
-            return Err(ConfigError::new(
-                "breaker.probe_timeout",
-                "must be greater than 0",
-            ));
-        }
-        if self.max_retry_later.is_zero() {
-            return Err(ConfigError::new(
-                "breaker.max_retry_later",
-                "must be greater than 0",
-            ));
-        }
-        Ok(())
-    }
-}
 
 /// A breaker's state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -383,6 +315,12 @@ pub struct Breaker {
     counts: metrics::BreakerCounts,
 }
 
+impl Drop for Breaker {
+    fn drop(&mut self) {
+        intern::release(&self.config);
+    }
+}
+
 impl std::fmt::Debug for Breaker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Breaker")
@@ -394,9 +332,17 @@ impl std::fmt::Debug for Breaker {
 
 impl Breaker {
     /// A closed breaker. Fails with [`ConfigError`] naming the first invalid field.
+    ///
+    /// Breakers built from equal configurations (every field equal, floats bit for bit) share
+    /// one immutable copy of it: a process usually holds many breakers, one per upstream host,
+    /// tenant or provider, made from one or a few configurations, and a copy each would cost
+    /// more than the breaker itself. The shared copy is found in a process-wide table under a
+    /// short lock taken here only, never by a call; the table holds no configuration alive
+    /// and stays bounded by the distinct configurations in use (`intern.rs`).
     pub fn new(config: BreakerConfig, clock: Arc<dyn Clock>) -> Result<Breaker, ConfigError> {
+        config.validate()?;
         let seed = config.seed;
-        Breaker::with_shared_config(Arc::new(config), seed, clock)
+        Ok(Breaker::build(intern::intern(config), seed, clock))
     }
 
     /// A closed breaker on a configuration shared with other breakers (a group shares its
@@ -408,7 +354,12 @@ impl Breaker {
         clock: Arc<dyn Clock>,
     ) -> Result<Breaker, ConfigError> {
         config.validate()?;
-        Ok(Breaker {
+        Ok(Breaker::build(config, seed, clock))
+    }
+
+    /// A closed breaker on a validated configuration.
+    fn build(config: Arc<BreakerConfig>, seed: u64, clock: Arc<dyn Clock>) -> Breaker {
+        Breaker {
             word: AtomicU64::new(word::initial_word(config.trip.is_timed())),
             refuse_until: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
@@ -419,7 +370,7 @@ impl Breaker {
             seed,
             inner: Mutex::new(None),
             counts: metrics::BreakerCounts::new(),
-        })
+        }
     }
 
     /// The configuration this breaker was built with. For a breaker of a
@@ -677,6 +628,7 @@ impl Breaker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backoff::Backoff;
     use crate::clock::ManualClock;
 
     pub(super) fn incident_one() -> (Breaker, ManualClock) {
@@ -693,24 +645,5 @@ mod tests {
             let p = b.allow().unwrap();
             b.record(p, Outcome::Failure).unwrap();
         }
-    }
-
-    #[test]
-    fn validation_bounds_are_inclusive() {
-        let ok = |f: fn(&mut BreakerConfig)| {
-            let mut c = BreakerConfig::default();
-            f(&mut c);
-            c.validate()
-        };
-        assert!(ok(|c| c.recoveries = MAX_PROBES).is_ok());
-        assert_eq!(
-            ok(|c| c.recoveries = MAX_PROBES + 1).unwrap_err().field,
-            "breaker.recoveries"
-        );
-        assert!(ok(|c| c.max_probes_in_flight = MAX_PROBES).is_ok());
-        assert_eq!(
-            ok(|c| c.max_probes_in_flight = MAX_PROBES + 1).unwrap_err().field,
-            "breaker.max_probes_in_flight"
-        );
     }
 }
