@@ -1783,7 +1783,8 @@ holdoff_status holdoff_breaker_group_free(struct holdoff_breaker_group *group);
  * `*out`: the one the group keeps for the key (created on first use), which this marks most
  * recently used. A new key at a full group evicts the least recently used idle breaker, or,
  * with none idle, gets an overflow breaker the group does not keep (each such call makes a
- * fresh one). Free each handle with `holdoff_breaker_free`.
+ * fresh one). Free each handle with `holdoff_breaker_free`. Two calls for the same key may
+ * write the same pointer: each is still a reference of its own, freed once.
  *
  * Ask the group for the breaker of each call (a lookup takes tens of nanoseconds) and record
  * a permit on the handle that admitted it: a handle kept longer may be to a breaker the group

@@ -121,6 +121,94 @@ fn trip_probe_and_events_through_the_abi() {
 }
 
 #[test]
+fn breakers_of_equal_configurations_share_it_and_a_handle_is_the_breaker() {
+    use crate::handle::Handle;
+    let clock = manual_clock();
+    let (a, b) = (breaker(clock), breaker(clock));
+    let mut d = ptr::null_mut();
+    // SAFETY: NULL asks for the default configuration; live clock; valid out-parameter.
+    let st = unsafe { holdoff_breaker_new(ptr::null(), clock, &mut d) };
+    assert_eq!(st, holdoff_status::Ok);
+    // SAFETY: live breaker handles, borrowed while none is freed.
+    let (ra, rb, rd) = unsafe {
+        (
+            holdoff_breaker::borrow(a).unwrap(),
+            holdoff_breaker::borrow(b).unwrap(),
+            holdoff_breaker::borrow(d).unwrap(),
+        )
+    };
+    assert!(
+        ptr::eq(ra.config(), rb.config()),
+        "two parses of one text, one copy"
+    );
+    assert!(
+        !ptr::eq(ra.config(), rd.config()),
+        "another configuration, another copy"
+    );
+    assert_ne!(ra.id(), rb.id());
+    assert!(crate::fleet::fleet_of(ra).is_none());
+    // The handle is the core breaker's own allocation: nothing is allocated around it.
+    assert_eq!(a as usize, ra as *const hcore::Breaker as usize);
+    // Sharing the configuration shares no state: tripping one leaves the other closed.
+    for _ in 0..2 {
+        let mut p = allow(a).unwrap();
+        assert_eq!(record(a, &mut p, OUTCOME_FAILURE), holdoff_status::Ok);
+    }
+    assert_eq!(snapshot(a).state, 1);
+    assert_eq!((snapshot(b).state, snapshot(b).opens), (0, 0));
+    // SAFETY: live handles, each freed once.
+    unsafe {
+        for h in [a, b, d] {
+            assert_eq!(holdoff_breaker_free(h), holdoff_status::Ok);
+        }
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}
+
+/// A fleet link belongs to the breaker handle and every policy composed from it: freeing the
+/// handle first leaves the link to the policy, and the last owner closes it.
+#[test]
+fn a_fleet_link_lives_until_its_last_owner_lets_go() {
+    use crate::budget::{holdoff_retry_budget_free, holdoff_retry_budget_new};
+    use crate::fleet::fleet_of;
+    use crate::handle::Handle;
+    use crate::policy::{holdoff_policy_free, holdoff_policy_new};
+    let clock = manual_clock();
+    let c =
+        config(r#"{"fleet": {"url": "memory://abi-link-owners", "key": "k", "refresh_ms": 50}}"#).unwrap();
+    let (mut w, mut budget, mut policy) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: live configuration and clock, valid out-parameters; each handle freed once below,
+    // and `kept` is an owning reference of our own, valid after the handles are gone.
+    unsafe {
+        assert_eq!(holdoff_breaker_new(c, clock, &mut w), holdoff_status::Ok);
+        assert_eq!(holdoff_config_free(c), holdoff_status::Ok);
+        let kept = holdoff_breaker::clone_arc(w).unwrap();
+        let local = breaker(clock);
+        assert!(fleet_of(&kept).is_some_and(|f| f.is_attached()));
+        assert!(fleet_of(holdoff_breaker::borrow(local).unwrap()).is_none());
+        assert_eq!(
+            holdoff_retry_budget_new(ptr::null(), clock, &mut budget),
+            holdoff_status::Ok
+        );
+        assert_eq!(
+            holdoff_policy_new(w, budget, ptr::null(), ptr::null(), &mut policy),
+            holdoff_status::Ok
+        );
+        assert_eq!(holdoff_breaker_free(w), holdoff_status::Ok);
+        let fleet = fleet_of(&kept).expect("the policy still owns the link");
+        assert!(fleet.is_attached());
+        // Freeing another breaker touches no other link.
+        assert_eq!(holdoff_breaker_free(local), holdoff_status::Ok);
+        assert!(fleet_of(&kept).is_some());
+        assert_eq!(holdoff_policy_free(policy), holdoff_status::Ok);
+        assert!(fleet_of(&kept).is_none(), "the last owner let go");
+        assert!(!fleet.is_attached(), "and the link closed");
+        assert_eq!(holdoff_retry_budget_free(budget), holdoff_status::Ok);
+        assert_eq!(holdoff_clock_free(clock), holdoff_status::Ok);
+    }
+}
+
+#[test]
 fn null_parameters_are_refused_with_a_message() {
     let clock = manual_clock();
     let b = breaker(clock);

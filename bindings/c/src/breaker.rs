@@ -1,13 +1,13 @@
 //! `holdoff_breaker` and `holdoff_breaker_group`: the circuit breaker, alone or keyed by upstream.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
 use hcore::interop::{drain_events_up_to, RawPermit};
 use hcore::{Breaker, BreakerGroup, Permit, StateChange};
 
 use crate::clock::holdoff_clock;
-use crate::config::{build, holdoff_config};
+use crate::config::{build, config_or_defaults, holdoff_config};
 use crate::fleet::fleet_fail;
 use crate::handle::{handle, non_null, write, Handle};
 use crate::status::{boundary, holdoff_status, Fail};
@@ -20,54 +20,10 @@ pub struct holdoff_breaker {
     _private: [u8; 0],
 }
 
-handle!(holdoff_breaker => BreakerHandle, Breaker, "breaker", on_free = BreakerHandle::release);
-
-/// What a breaker handle stands for: the core's breaker and, when its configuration has a
-/// `fleet` part, the fleet link it owns. The link closes (its threads joined, its connections
-/// closed, the breaker local again) when the last owner lets go: the handle itself and every
-/// policy composed from it.
-pub(crate) struct BreakerHandle {
-    pub(crate) breaker: Arc<Breaker>,
-    pub(crate) fleet: Option<holdoff_fleet::Fleet>,
-    owners: AtomicUsize,
-}
-
-impl BreakerHandle {
-    /// A handle to a breaker with no fleet (a group member).
-    pub(crate) fn local(breaker: Arc<Breaker>) -> BreakerHandle {
-        BreakerHandle::new(breaker, None)
-    }
-
-    pub(crate) fn new(breaker: Arc<Breaker>, fleet: Option<holdoff_fleet::Fleet>) -> BreakerHandle {
-        BreakerHandle {
-            breaker,
-            fleet,
-            owners: AtomicUsize::new(1),
-        }
-    }
-
-    /// A policy composed from this breaker owns its fleet link too.
-    pub(crate) fn acquire(&self) {
-        self.owners.fetch_add(1, Ordering::AcqRel);
-    }
-
-    /// An owner lets go; the last one closes the fleet link.
-    pub(crate) fn release(&self) {
-        if self.owners.fetch_sub(1, Ordering::AcqRel) == 1 {
-            if let Some(f) = &self.fleet {
-                f.close();
-            }
-        }
-    }
-}
-
-impl std::ops::Deref for BreakerHandle {
-    type Target = Breaker;
-
-    fn deref(&self) -> &Breaker {
-        &self.breaker
-    }
-}
+// A handle is the core breaker's own `Arc`, whoever made it (`holdoff_breaker_new` or a group):
+// an idle breaker costs its one allocation and nothing else. The few breakers with a `fleet` part
+// have their link in a table of their own (fleet.rs), released when a handle is freed.
+handle!(holdoff_breaker => Breaker, Breaker, "breaker", on_free = crate::fleet::release);
 
 /// Breakers keyed by upstream (host, registry, provider, tenant), created on first use from one
 /// template; each gets its own jitter seed mixed with its key. Thread-safe. Free with
@@ -301,19 +257,25 @@ pub unsafe extern "C" fn holdoff_breaker_new(
     clock: *const holdoff_clock,
     out: *mut *mut holdoff_breaker,
 ) -> holdoff_status {
-    // SAFETY: forwarded contract.
-    unsafe {
-        build(config, out, |c| {
-            let k = holdoff_clock::borrow(clock)?;
-            let breaker = Arc::new(Breaker::new(c.breaker(), Arc::clone(&k.clock))?);
-            let fleet = c
-                .fleet()
-                .map(|f| holdoff_fleet::attach(&breaker, f))
-                .transpose()
-                .map_err(fleet_fail)?;
-            Ok(BreakerHandle::new(breaker, fleet))
-        })
-    }
+    boundary(|| {
+        // SAFETY: forwarded contract.
+        let c = unsafe { config_or_defaults(config)? };
+        // SAFETY: forwarded contract.
+        let k = unsafe { holdoff_clock::borrow(clock)? };
+        let breaker = Arc::new(Breaker::new(c.breaker(), Arc::clone(&k.clock))?);
+        let fleet = c
+            .fleet()
+            .map(|f| holdoff_fleet::attach(&breaker, f))
+            .transpose()
+            .map_err(fleet_fail)?;
+        non_null(out, "out")?;
+        if let Some(fleet) = fleet {
+            crate::fleet::link(&breaker, fleet);
+        }
+        // SAFETY: checked non-NULL; valid by contract.
+        unsafe { write(out, holdoff_breaker::into_ptr(breaker)) };
+        Ok(holdoff_status::Ok)
+    })
 }
 
 /// Releases a breaker handle. NULL does nothing. Permits it issued become foreign to every
@@ -592,7 +554,8 @@ pub unsafe extern "C" fn holdoff_breaker_group_free(group: *mut holdoff_breaker_
 /// `*out`: the one the group keeps for the key (created on first use), which this marks most
 /// recently used. A new key at a full group evicts the least recently used idle breaker, or,
 /// with none idle, gets an overflow breaker the group does not keep (each such call makes a
-/// fresh one). Free each handle with `holdoff_breaker_free`.
+/// fresh one). Free each handle with `holdoff_breaker_free`. Two calls for the same key may
+/// write the same pointer: each is still a reference of its own, freed once.
 ///
 /// Ask the group for the breaker of each call (a lookup takes tens of nanoseconds) and record
 /// a permit on the handle that admitted it: a handle kept longer may be to a breaker the group
@@ -620,7 +583,7 @@ pub unsafe extern "C" fn holdoff_breaker_group_get(
         non_null(out, "out")?;
         let b = g.get(key);
         // SAFETY: checked non-NULL; valid by contract.
-        unsafe { write(out, holdoff_breaker::into_ptr(Arc::new(BreakerHandle::local(b)))) };
+        unsafe { write(out, holdoff_breaker::into_ptr(b)) };
         Ok(holdoff_status::Ok)
     })
 }

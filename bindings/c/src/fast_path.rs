@@ -64,9 +64,9 @@ pub unsafe extern "C" fn holdoff_breaker_fast_path(
         let b = unsafe { holdoff_breaker::borrow(breaker)? };
         non_null(out, "out")?;
         let fp = holdoff_fast_path {
-            word: b.breaker.fast_path_word().as_ptr().cast_const(),
+            word: b.fast_path_word().as_ptr().cast_const(),
             admit_mask: HOLDOFF_FAST_PATH_ADMIT_MASK,
-            breaker: b.breaker.id(),
+            breaker: b.id(),
             version: HOLDOFF_FAST_PATH_VERSION,
         };
         // SAFETY: checked non-NULL; valid by contract.

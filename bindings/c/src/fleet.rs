@@ -4,15 +4,105 @@
 //!
 //! The fleet logic is the core's and `holdoff-fleet`'s; this module only carries it across.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, CString};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hcore::fleet::{FleetRecord, FleetState, StoreError, SyncReport};
+use hcore::Breaker;
+use holdoff_fleet::Fleet;
 
 use crate::breaker::holdoff_breaker;
 use crate::handle::{non_null, write, Handle};
 use crate::http::bytes;
 use crate::status::{boundary, holdoff_status, Fail};
+
+/// A breaker's fleet link and its owners: its handle from `holdoff_breaker_new` and every policy
+/// composed from it. The link closes (its threads joined, its connections closed, the breaker
+/// local again) when the last owner lets go.
+struct Link {
+    fleet: Arc<Fleet>,
+    owners: usize,
+    // Held so that the breaker's address, the table's key, is not reused while the entry lives.
+    _breaker: Arc<Breaker>,
+}
+
+/// The links of the breakers that have one, by the breaker's address. Most breakers have none
+/// (every group member, most standalone ones), so the link lives here rather than in every
+/// handle; `LINKED` counts the entries, so that freeing a handle in a process without fleets
+/// takes no lock.
+static LINKS: Mutex<Option<HashMap<usize, Link>>> = Mutex::new(None);
+static LINKED: AtomicUsize = AtomicUsize::new(0);
+
+fn links() -> MutexGuard<'static, Option<HashMap<usize, Link>>> {
+    // Nothing under the lock panics halfway through a change.
+    LINKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn key(breaker: &Breaker) -> usize {
+    breaker as *const Breaker as usize
+}
+
+/// Gives `breaker`'s new handle ownership of `fleet`.
+pub(crate) fn link(breaker: &Arc<Breaker>, fleet: Fleet) {
+    let entry = Link {
+        fleet: Arc::new(fleet),
+        owners: 1,
+        _breaker: Arc::clone(breaker),
+    };
+    links()
+        .get_or_insert_with(HashMap::new)
+        .insert(key(breaker), entry);
+    LINKED.fetch_add(1, Ordering::AcqRel);
+}
+
+/// `breaker`'s fleet link, if it has one.
+pub(crate) fn fleet_of(breaker: &Breaker) -> Option<Arc<Fleet>> {
+    if LINKED.load(Ordering::Acquire) == 0 {
+        return None;
+    }
+    let table = links();
+    table.as_ref()?.get(&key(breaker)).map(|l| Arc::clone(&l.fleet))
+}
+
+/// A policy composed from `breaker` owns its fleet link too (if it has one).
+pub(crate) fn acquire(breaker: &Breaker) {
+    if LINKED.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    if let Some(l) = links().as_mut().and_then(|t| t.get_mut(&key(breaker))) {
+        l.owners += 1;
+    }
+}
+
+/// An owner of `breaker`'s fleet link (its handle, a policy) lets go; the last one closes it.
+/// Nothing for a breaker without a link.
+pub(crate) fn release(breaker: &Breaker) {
+    if LINKED.load(Ordering::Acquire) == 0 {
+        return;
+    }
+    let closed = {
+        let mut table = links();
+        let Some(t) = table.as_mut() else { return };
+        match t.get_mut(&key(breaker)) {
+            Some(l) if l.owners > 1 => {
+                l.owners -= 1;
+                None
+            }
+            Some(_) => {
+                LINKED.fetch_sub(1, Ordering::AcqRel);
+                t.remove(&key(breaker))
+            }
+            None => None,
+        }
+    };
+    // Closed and dropped outside the lock: closing joins the link's threads, and dropping the
+    // entry may drop the breaker.
+    if let Some(l) = closed {
+        l.fleet.close();
+    }
+}
 
 /// The state of a fleet's shared record.
 #[repr(u32)]
@@ -152,7 +242,7 @@ pub unsafe extern "C" fn holdoff_breaker_sync_fleet(
         // SAFETY: forwarded contract.
         let b = unsafe { holdoff_breaker::borrow(breaker)? };
         non_null(out, "out")?;
-        let fleet = b.fleet.as_ref().ok_or_else(|| {
+        let fleet = fleet_of(b).ok_or_else(|| {
             Fail::input(
                 "breaker",
                 "this breaker has no fleet (its configuration has no fleet part)",
@@ -181,7 +271,7 @@ pub unsafe extern "C" fn holdoff_breaker_fleet_attached(
         // SAFETY: forwarded contract.
         let b = unsafe { holdoff_breaker::borrow(breaker)? };
         non_null(out_attached, "out_attached")?;
-        let attached = b.fleet.as_ref().is_some_and(|f| f.is_attached());
+        let attached = fleet_of(b).is_some_and(|f| f.is_attached());
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out_attached, u8::from(attached)) };
         Ok(holdoff_status::Ok)

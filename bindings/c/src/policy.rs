@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use hcore::{Before, Call, Policy};
 
-use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit, BreakerHandle};
+use crate::breaker::{holdoff_breaker, holdoff_permit, permit_to_c, take_permit};
 use crate::budget::{decision_to_c, holdoff_decision, holdoff_retry_budget};
 use crate::handle::{handle, non_null, write, Handle};
 use crate::http::{classification_to_c, holdoff_classification, holdoff_classifier, holdoff_header};
@@ -38,16 +38,15 @@ pub struct holdoff_policy {
 
 handle!(holdoff_policy => PolicyHandle, Policy, "policy", on_free = PolicyHandle::release);
 
-/// What a policy handle stands for: the core's policy and the breaker handle's object it was
-/// composed from, an owner of the breaker's fleet link until the policy handle is freed.
+/// What a policy handle stands for: the core's policy, an owner of its breaker's fleet link (if
+/// the breaker has one) until the policy handle is freed.
 pub(crate) struct PolicyHandle {
     policy: Policy,
-    breaker: Arc<BreakerHandle>,
 }
 
 impl PolicyHandle {
     fn release(&self) {
-        self.breaker.release();
+        crate::fleet::release(self.policy.breaker());
     }
 }
 
@@ -130,9 +129,9 @@ pub unsafe extern "C" fn holdoff_policy_new(
             unsafe { holdoff_classifier::borrow(classifier)? }.clone()
         };
         non_null(out, "out")?;
-        let policy = Policy::new(Arc::clone(&b.breaker), g, q, c)?;
-        b.acquire();
-        let p = Arc::new(PolicyHandle { policy, breaker: b });
+        let policy = Policy::new(b, g, q, c)?;
+        crate::fleet::acquire(policy.breaker());
+        let p = Arc::new(PolicyHandle { policy });
         // SAFETY: checked non-NULL; valid by contract.
         unsafe { write(out, holdoff_policy::into_ptr(p)) };
         Ok(holdoff_status::Ok)
