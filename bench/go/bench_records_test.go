@@ -145,6 +145,18 @@ func holdoffAllowRecord(b *holdoff.Breaker) batch {
 	}
 }
 
+// tripHoldoff opens b the way its peers are opened here: by consecutive failures (the default
+// trip policy's 5), so that it waits for its probe, with a RetryAfter to compute.
+func tripHoldoff(b *holdoff.Breaker) {
+	for range 5 {
+		p := benchMust(b.Allow())
+		benchMust(b.Record(p, holdoff.Failure))
+	}
+	if s := b.Snapshot(); s.State != holdoff.Open || !s.HasRetryAfter {
+		panic(fmt.Sprintf("not tripped: %+v", s))
+	}
+}
+
 // -- sony/gobreaker ---------------------------------------------------------------------------
 
 func gobreakerAllowRecord(cb *gobreaker.TwoStepCircuitBreaker[struct{}]) batch {
@@ -217,10 +229,12 @@ func TestBenchRecords(t *testing.T) {
 	}
 
 	// One refusal on an open breaker.
+	// Tripped by failures, as the peers are (not forced open): open for 30 s, waiting for its
+	// probe, so each refusal reads the clock for its RetryAfter.
 	ho := benchMust(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
 	defer ho.Close()
-	ho.ForceOpen()
-	r.measure("holdoff", "refuse_open", 1, "b.Allow() -> *BreakerOpenError (forced open): one cgo call and the error's allocation", func(n int) {
+	tripHoldoff(ho)
+	r.measure("holdoff", "refuse_open", 1, "b.Allow() -> *BreakerOpenError (tripped by 5 failures, open 30 s, waiting for its probe): one cgo call and the error's allocation", func(n int) {
 		for range n {
 			if _, err := ho.Allow(); err == nil {
 				panic("admitted")
@@ -343,7 +357,7 @@ func TestBenchRecords(t *testing.T) {
 
 	// Memory, in child processes (see the top of the file).
 	for _, m := range []struct{ subject, op, kind, note string }{
-		{"holdoff", "bytes_per_breaker", "holdoff", "NewBreaker(defaults)"},
+		{"holdoff", "bytes_per_breaker", "holdoff", "NewBreaker(defaults): the wrapper (24 bytes and a finalizer), the handle and the core's breaker; breakers made without WithClock share one system clock"},
 		{"sony/gobreaker", "bytes_per_breaker", "gobreaker", "NewCircuitBreaker, " + gobreakerVersion},
 		{"failsafe-go", "bytes_per_breaker", "failsafe", "NewBuilder().WithFailureThreshold(5).Build(), " + failsafeVersion},
 		{"holdoff", "bytes_per_group_entry", "group", "group.Get(\"host-N\") of 100k new keys, each breaker kept (wrapper + handle + core entry)"},

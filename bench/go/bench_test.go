@@ -6,7 +6,9 @@ package bench_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/sony/gobreaker/v2"
 	holdoff "holdoff.dev/go"
@@ -93,7 +95,7 @@ func BenchmarkFailsafeAllowRecord(b *testing.B) {
 
 func BenchmarkHoldoffRefuse(b *testing.B) {
 	br := newBench(b)
-	br.ForceOpen()
+	tripHoldoff(br)
 	for b.Loop() {
 		if _, err := br.Allow(); err == nil {
 			b.Fatal("admitted")
@@ -124,4 +126,27 @@ func BenchmarkFailsafeAllowRecordParallel(b *testing.B) {
 			cb.RecordSuccess()
 		}
 	})
+}
+
+func BenchmarkGobreakerRefuse(b *testing.B) {
+	cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{Name: "open", Timeout: time.Hour})
+	for range 6 {
+		done, _ := cb.Allow()
+		done(errors.New("boom"))
+	}
+	for b.Loop() {
+		if _, err := cb.Allow(); err == nil {
+			b.Fatal("admitted")
+		}
+	}
+}
+
+func BenchmarkFailsafeRefuse(b *testing.B) {
+	cb := newFailsafe()
+	cb.Open()
+	for b.Loop() {
+		if cb.TryAcquirePermit() {
+			b.Fatal("admitted")
+		}
+	}
 }

@@ -617,6 +617,120 @@ func TestUseAfterClosePanicsWithoutErrorResult(t *testing.T) {
 	b.Snapshot()
 }
 
+// Allow's refusal carries the library's refusal exactly: the state, the episode and the time
+// to the next probe on the breaker's clock (none while forced open), from a tripped breaker as
+// from a forced one, through Allow and Do alike.
+func TestAllowRefusalCarriesTheLibrarysRefusal(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig(), holdoff.WithClock(clock)))
+	defer b.Close()
+	for range 5 {
+		record(t, b, must(b.Allow()), holdoff.Failure, holdoff.Counted)
+	}
+	refusal := func(when string, err error) *holdoff.BreakerOpenError {
+		t.Helper()
+		var open *holdoff.BreakerOpenError
+		if !errors.As(err, &open) || !errors.Is(err, holdoff.ErrBreakerOpen) ||
+			open.Reason != holdoff.BreakerOpenReason || open.Attempts != 0 || open.Err != nil {
+			t.Fatalf("%s: want a *BreakerOpenError, got %#v", when, err)
+		}
+		return open
+	}
+	clock.Advance(12500 * time.Millisecond)
+	p, err := b.Allow()
+	if p != nil {
+		t.Fatalf("a refusal gave a permit: %+v", p)
+	}
+	if open := refusal("tripped", err); open.State != holdoff.Open || open.Episode != 1 ||
+		!open.HasRetryAfter || open.RetryAfter != 17500*time.Millisecond {
+		t.Fatalf("tripped 12.5 s ago: %+v, want open, episode 1, retry after 17.5 s", open)
+	}
+	clock.Advance(7 * time.Second)
+	err = b.Do(context.Background(), func(context.Context) error { t.Fatal("called while open"); return nil })
+	if open := refusal("Do", err); open.State != holdoff.Open || open.RetryAfter != 10500*time.Millisecond {
+		t.Fatalf("Do 19.5 s after the trip: %+v, want retry after 10.5 s", open)
+	}
+	if n := b.Snapshot().Refusals; n != 2 {
+		t.Fatalf("refusals counted: %d, want 2", n)
+	}
+	b.ForceOpen()
+	if open := refusal("forced", second(b.Allow())); open.State != holdoff.ForcedOpen || open.Episode != 2 ||
+		open.HasRetryAfter || open.RetryAfter != 0 {
+		t.Fatalf("forced open: %+v, want forced_open, episode 2, no retry time", open)
+	}
+}
+
+// A breaker made without WithClock reads the system clock that all such breakers share: its
+// refusal still counts from its own trip.
+func TestSystemClockBreakerRefusal(t *testing.T) {
+	settle() // the finalizers of what earlier tests dropped
+	before := holdoff.LiveHandles()
+	b := must(holdoff.NewBreaker(holdoff.DefaultBreakerConfig()))
+	if n := holdoff.LiveHandles(); n != before+1 {
+		t.Fatalf("a breaker with the shared clock added %d handles, want 1", n-before)
+	}
+	for range 5 {
+		record(t, b, must(b.Allow()), holdoff.Failure, holdoff.Counted)
+	}
+	var open *holdoff.BreakerOpenError
+	if _, err := b.Allow(); !errors.As(err, &open) || !open.HasRetryAfter ||
+		open.RetryAfter <= 0 || open.RetryAfter > 30*time.Second {
+		t.Fatalf("refusal: %v, want a retry time in (0, 30 s]", err)
+	}
+	b.Close() // it made calls: its finalizer frees it
+	b = nil
+	for i := 0; i < 100 && holdoff.LiveHandles() > before; i++ {
+		runtime.GC()
+		runtime.Gosched()
+	}
+	if n := holdoff.LiveHandles(); n > before {
+		t.Fatalf("%d handles left, want %d", n, before)
+	}
+}
+
+// NewBreaker reuses the last configuration's JSON only for the same configuration: breakers
+// made one after another from different configurations each trip at their own threshold.
+func TestNewBreakerFollowsEachConfiguration(t *testing.T) {
+	clock := manualClock(t)
+	defer clock.Close()
+	two := holdoff.DefaultBreakerConfig()
+	two.Trip = holdoff.ConsecutiveFailures(2)
+	for i, c := range []struct {
+		cfg  holdoff.BreakerConfig
+		trip int
+	}{{two, 2}, {two, 2}, {holdoff.DefaultBreakerConfig(), 5}, {two, 2}, {holdoff.DefaultBreakerConfig(), 5}} {
+		b := must(holdoff.NewBreaker(c.cfg, holdoff.WithClock(clock)))
+		for n := 1; n <= c.trip; n++ {
+			if s := b.Snapshot(); s.State != holdoff.Closed {
+				t.Fatalf("breaker %d: %s after %d failures, want closed until %d", i, s.State, n-1, c.trip)
+			}
+			record(t, b, must(b.Allow()), holdoff.Failure, holdoff.Counted)
+		}
+		if s := b.Snapshot(); s.State != holdoff.Open {
+			t.Fatalf("breaker %d: %s after %d failures, want open", i, s.State, c.trip)
+		}
+		b.Close()
+	}
+	// A configuration the core refuses is refused every time, naming the field.
+	bad := holdoff.DefaultBreakerConfig()
+	bad.Recoveries = 0
+	for range 2 {
+		if _, err := holdoff.NewBreaker(bad); fieldOf(t, err) != "breaker.recoveries" {
+			t.Fatalf("recoveries 0: %v", err)
+		}
+	}
+}
+
+// The wrapper stays in Go's 24-byte size class: a program may keep one per upstream key.
+func TestBreakerWrapperSize(t *testing.T) {
+	if n := holdoff.BreakerWrapperSize; n > 24 {
+		t.Fatalf("Breaker is %d bytes, want at most 24", n)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
 // A dropped object's handle is released by its cleanup once the GC finds it unreachable.
 func TestCleanupReleasesDroppedHandles(t *testing.T) {
 	before := holdoff.LiveHandles()

@@ -6,6 +6,7 @@ import "C"
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -180,17 +181,34 @@ func (p *Permit) raw() *C.holdoff_permit {
 // while closed with no failure pending and its metrics not read, they do not call into the C
 // library either: they read the breaker's fast-path word (docs/ffi.md "The fast-path word").
 type Breaker struct {
-	h handleRef[*C.holdoff_breaker]
+	// Kept to 24 bytes, a size class: a program may keep one per upstream key. Hence a
+	// finalizer rather than a runtime cleanup (no Cleanup field, no boxed argument, one
+	// record), a handle whose kind is fixed and whose state carries the breaker's id (the id
+	// its permits carry, read with the state by the fast path), and no clock (a policy takes
+	// its budget's, which the core makes sure is the breaker's).
+	h breakerHandle
 	// word is the core's fast-path word (C memory, read with sync/atomic only), nil when every
 	// call goes through the library (a fleet's breaker, or a library with another layout).
 	word *uint64
-	// id is the breaker's id, carried by the permits it issues.
-	id uint32
-	// clock is the clock it reads (nil: a system clock), where a policy's attempts time out.
-	clock Clock
 }
 
+// breakerHandle is a Breaker's handle, of kind kindBreaker.
+type breakerHandle struct{ handle[*C.holdoff_breaker] }
+
+func (h *breakerHandle) acquire() (*C.holdoff_breaker, error) { return h.acquireAs(&kindBreaker) }
+func (h *breakerHandle) mustAcquire() *C.holdoff_breaker      { return h.mustAcquireAs(&kindBreaker) }
+func (h *breakerHandle) release()                             { h.releaseAs(&kindBreaker) }
+func (h *breakerHandle) alive() error                         { return h.aliveAs(&kindBreaker) }
+
 func freeBreaker(p *C.holdoff_breaker) { C.holdoff_breaker_free(p) }
+
+// finalizeBreaker frees the handle of an unreachable breaker, unless Close already did: no
+// call can be in flight on it any more.
+func finalizeBreaker(b *Breaker) {
+	if !b.h.freed() {
+		freeBreaker(b.h.ptr)
+	}
+}
 
 // The fast-path protocol this package implements (docs/ffi.md "The fast-path word"), and the
 // admission mask the library gives for it (0: the word is never read).
@@ -224,21 +242,22 @@ func readFastAdmitMask() uint64 {
 
 // wrapBreaker owns p; fast says whether its calls may use the fast-path word (not a fleet's
 // breaker: its Close must free it at once, which joins the fleet's thread).
-func wrapBreaker(p *C.holdoff_breaker, clock Clock, fast bool) *Breaker {
-	b := &Breaker{clock: clock}
-	b.h.init(p, &kindBreaker)
+func wrapBreaker(p *C.holdoff_breaker, fast bool) *Breaker {
+	b := &Breaker{}
 	var fp C.holdoff_fast_path
 	if fast && fastAdmitMask != 0 && C.holdoff_breaker_fast_path(p, &fp) == C.HOLDOFF_STATUS_OK &&
 		fp.version == fastPathVersion && uint64(fp.admit_mask) == fastAdmitMask && fp.word != nil {
 		b.word = (*uint64)(unsafe.Pointer(fp.word))
-		b.id = uint32(fp.breaker)
+		b.h.init(p, uint32(fp.breaker))
+	} else {
+		b.h.init(p, 0)
 	}
-	b.h.cleanup = runtime.AddCleanup(b, freeBreaker, p)
+	runtime.SetFinalizer(b, finalizeBreaker)
 	return b
 }
 
 // use gives the handle for one call. A breaker with a fast path is pinned on its first call
-// (see handleRef): from then on the *Breaker itself keeps the handle alive, so held is false
+// (see handle): from then on the *Breaker itself keeps the handle alive, so held is false
 // and only runtime.KeepAlive(b) after the call is needed; otherwise the call holds a use, which
 // done releases. Errors: ErrClosed after Close.
 func (b *Breaker) use() (h *C.holdoff_breaker, held bool, err error) {
@@ -261,16 +280,19 @@ func (b *Breaker) done(held bool) {
 	runtime.KeepAlive(b)
 }
 
-// fastOpen reports whether the fast-path word may be read now: the breaker is pinned (so its
-// native memory lives as long as b; only a breaker with a word is pinned) and not closed.
-func (b *Breaker) fastOpen() bool {
-	return b.h.state.Load()&(handleClosed|handlePinned) == handlePinned
+// fastID is the breaker's id, and whether the fast-path word may be read now: the breaker is
+// pinned (so its native memory lives as long as b; only a breaker with a word is pinned) and
+// not closed.
+func (b *Breaker) fastID() (id uint32, open bool) {
+	s := b.h.state.Load()
+	return uint32(uint64(s) >> handleTagShift), s&(handleClosed|handlePinned) == handlePinned
 }
 
 // fastAdmit admits a call on the word alone, writing the permit the library would have
 // issued; false: ask the library.
 func (b *Breaker) fastAdmit(p *C.holdoff_permit) bool {
-	if !b.fastOpen() {
+	id, open := b.fastID()
+	if !open {
 		return false
 	}
 	w := atomic.LoadUint64(b.word)
@@ -278,7 +300,7 @@ func (b *Breaker) fastAdmit(p *C.holdoff_permit) bool {
 	if w&fastAdmitMask != 0 {
 		return false
 	}
-	*p = C.holdoff_permit{raw_breaker: C.uint32_t(b.id), raw_episode: C.uint32_t(w >> 32)}
+	*p = C.holdoff_permit{raw_breaker: C.uint32_t(id), raw_episode: C.uint32_t(w >> 32)}
 	return true
 }
 
@@ -286,7 +308,7 @@ func (b *Breaker) fastAdmit(p *C.holdoff_permit) bool {
 // the permit's episode, no failure pending, no flag), marking the permit recorded; false:
 // record it through the library, which also gives the errors (foreign, already recorded).
 func (b *Breaker) fastSuccess(p *Permit) bool {
-	if !b.fastOpen() || p.c.raw_probe != 0 || uint32(p.c.raw_breaker) != b.id {
+	if id, open := b.fastID(); !open || p.c.raw_probe != 0 || uint32(p.c.raw_breaker) != id {
 		return false
 	}
 	w := atomic.LoadUint64(b.word)
@@ -311,12 +333,38 @@ func countLibraryCall() {
 // NewBreaker creates a closed breaker. Errors: an *Error matching ErrInvalidConfig whose
 // Field names the invalid field (breaker.open_interval.multiplier, ...).
 func NewBreaker(cfg BreakerConfig, opts ...Option) (*Breaker, error) {
-	c, err := parseSpec(withFleet(map[string]any{"breaker": cfg.spec()}, cfg.Fleet))
+	// On the configuration's handle alone, without a *Config, and from the last JSON when cfg
+	// is the last configuration: a program may make breakers by the thousand, and the JSON is
+	// almost all the garbage one leaves (about 40 objects).
+	if last := lastBreakerSpec.Load(); last != nil && cfg.Fleet == nil && last.cfg == cfg {
+		if h, err := parseConfigHandle(last.text); err == nil {
+			defer C.holdoff_config_free(h)
+			return newBreaker(h, opts)
+		}
+	}
+	spec := withFleet(map[string]any{"breaker": cfg.spec()}, cfg.Fleet)
+	text, err := json.Marshal(spec)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	return c.NewBreaker(opts...)
+	h, err := parseConfigHandle(text)
+	if err != nil {
+		return nil, inGoTerms(err, spec)
+	}
+	defer C.holdoff_config_free(h)
+	if cfg.Fleet == nil { // a FleetConfig may change behind its pointer
+		lastBreakerSpec.Store(&breakerSpec{cfg, text})
+	}
+	return newBreaker(h, opts)
+}
+
+// lastBreakerSpec is the last configuration without a Fleet that NewBreaker parsed without
+// error, with its JSON.
+var lastBreakerSpec atomic.Pointer[breakerSpec]
+
+type breakerSpec struct {
+	cfg  BreakerConfig
+	text []byte
 }
 
 // alive is nil, or an error matching ErrClosed once Close has run.
@@ -325,14 +373,20 @@ func (b *Breaker) alive() error { return b.h.alive() }
 // Close releases the breaker's handle (a policy or group using the breaker keeps it alive).
 // Safe to call twice and concurrently with other methods: calls in flight finish on the
 // live handle, later calls return (or panic with) ErrClosed. A breaker that has made a call
-// (and has no fleet) is freed by its cleanup instead, once the *Breaker is unreachable: its
+// (and has no fleet) is freed by its finalizer instead, once the *Breaker is unreachable: its
 // calls read the core's fast-path word without holding a use of the handle, so only then can
 // no reader remain. LiveHandles counts it until then.
 func (b *Breaker) Close() error {
 	if b == nil {
 		return nilErr("breaker")
 	}
-	b.h.close()
+	if first, pinned := b.h.shut(); first {
+		if !pinned {
+			// release frees the handle (now, or after the calls in flight).
+			runtime.SetFinalizer(b, nil)
+		}
+		b.h.release()
+	}
 	return nil
 }
 
@@ -387,11 +441,13 @@ func (b *Breaker) admit(c *C.holdoff_permit) error {
 // delay.
 func (b *Breaker) Record(p *Permit, o Outcome) (Effect, error) {
 	// fastSuccess by hand: one call less on the healthy path.
-	if b != nil && p != nil && fastRecordable(o) && b.fastOpen() && p.c.raw_probe == 0 && uint32(p.c.raw_breaker) == b.id {
-		w := atomic.LoadUint64(b.word)
-		runtime.KeepAlive(b)
-		if w == uint64(p.c.raw_episode)<<32 && p.markRecorded() {
-			return Counted, nil
+	if b != nil && p != nil && fastRecordable(o) && p.c.raw_probe == 0 {
+		if id, open := b.fastID(); open && uint32(p.c.raw_breaker) == id {
+			w := atomic.LoadUint64(b.word)
+			runtime.KeepAlive(b)
+			if w == uint64(p.c.raw_episode)<<32 && p.markRecorded() {
+				return Counted, nil
+			}
 		}
 	}
 	return b.record(p, o)
@@ -638,14 +694,13 @@ const (
 // new key gets an overflow breaker the group does not keep: no call fails because the group is
 // full. Snapshot counts evictions and overflows.
 type BreakerGroup struct {
-	h     handleRef[*C.holdoff_breaker_group]
-	clock Clock // the clock its breakers read (nil: a system clock)
+	h handleRef[*C.holdoff_breaker_group]
 }
 
 func freeGroup(p *C.holdoff_breaker_group) { C.holdoff_breaker_group_free(p) }
 
-func wrapGroup(p *C.holdoff_breaker_group, clock Clock) *BreakerGroup {
-	g := &BreakerGroup{clock: clock}
+func wrapGroup(p *C.holdoff_breaker_group) *BreakerGroup {
+	g := &BreakerGroup{}
 	g.h.init(p, &kindBreakerGroup)
 	g.h.cleanup = runtime.AddCleanup(g, freeGroup, p)
 	return g
@@ -698,7 +753,7 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return wrapBreaker(p, g.clock, true), nil
+	return wrapBreaker(p, true), nil
 }
 
 // Len is the number of breakers the group keeps (overflow breakers are not kept). It panics

@@ -107,14 +107,18 @@ func decisionOf(d *C.holdoff_decision) Decision {
 // server's wait), and a counted backoff path.
 type RetryBudget struct {
 	h handleRef[*C.holdoff_retry_budget]
+	// manual is the manual clock it reads, nil for a system clock: the attempts of a policy
+	// composed with it time out on it (the core holds a policy's breaker to the same clock).
+	manual *ManualClock
 }
 
 func freeBudget(p *C.holdoff_retry_budget)    { C.holdoff_retry_budget_free(p) }
 func freeRetryState(p *C.holdoff_retry_state) { C.holdoff_retry_state_free(p) }
 func freeQuota(p *C.holdoff_retry_quota)      { C.holdoff_retry_quota_free(p) }
 
-func wrapBudget(p *C.holdoff_retry_budget) *RetryBudget {
+func wrapBudget(p *C.holdoff_retry_budget, clock Clock) *RetryBudget {
 	b := &RetryBudget{}
+	b.manual, _ = clock.(*ManualClock)
 	b.h.init(p, &kindRetryBudget)
 	b.h.cleanup = runtime.AddCleanup(b, freeBudget, p)
 	return b

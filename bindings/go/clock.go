@@ -6,6 +6,7 @@ import "C"
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -236,7 +237,16 @@ func optionsOf(opts []Option) options {
 	return o
 }
 
-// WithClock makes the object read clock instead of a new system clock. A nil *ManualClock or
+// clockOf is the clock the options name, nil for none; without options, nothing escapes.
+func clockOf(opts []Option) Clock {
+	if len(opts) == 0 {
+		return nil
+	}
+	return optionsOf(opts).clock
+}
+
+// WithClock makes the object read clock instead of a system clock (a new one for each object,
+// except breakers, which share one). A nil *ManualClock or
 // *SystemClock is refused by the constructor (an *Error matching ErrInvalidInput, field
 // clock); a nil Clock is no option.
 func WithClock(c Clock) Option { return func(o *options) { o.clock = c } }
@@ -271,6 +281,22 @@ func withClock(opts []Option, f func(*C.holdoff_clock) error) error {
 	defer C.holdoff_clock_free(p)
 	return f(p)
 }
+
+// breakerClock is the system clock of every breaker made without WithClock, nil if it could
+// not be made: one clock per breaker would give each breaker an allocation of its own in the
+// library, for readings that are all alike (a breaker reads no wall time, and its times are
+// differences on one clock). Never freed; LiveHandles leaves it out.
+var breakerClock = sync.OnceValue(func() *C.holdoff_clock {
+	var p *C.holdoff_clock
+	if C.holdoff_clock_new_system(&p) != C.HOLDOFF_STATUS_OK {
+		return nil
+	}
+	breakerClockMade.Store(true)
+	return p
+})
+
+// breakerClockMade reports whether breakerClock has made its clock.
+var breakerClockMade atomic.Bool
 
 var kindSystemClock = handleKind[*C.holdoff_clock]{"SystemClock", freeClock}
 

@@ -352,6 +352,18 @@ const (
 // ErrInvalidConfig whose Field names the first invalid field (breaker.open_interval.initial,
 // or config for JSON that does not parse or has an unknown key).
 func ParseConfig(text []byte) (*Config, error) {
+	p, err := parseConfigHandle(text)
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{}
+	c.h.init(p, &kindConfig)
+	c.h.cleanup = runtime.AddCleanup(c, freeConfig, p)
+	return c, nil
+}
+
+// parseConfigHandle is ParseConfig's handle, owned by the caller.
+func parseConfigHandle(text []byte) (*C.holdoff_config, error) {
 	ctext := C.CBytes(text)
 	defer C.free(ctext)
 	var p *C.holdoff_config
@@ -360,10 +372,7 @@ func ParseConfig(text []byte) (*Config, error) {
 	}); err != nil {
 		return nil, err
 	}
-	c := &Config{}
-	c.h.init(p, &kindConfig)
-	c.h.cleanup = runtime.AddCleanup(c, freeConfig, p)
-	return c, nil
+	return p, nil
 }
 
 // Close releases the configuration; objects built from it do not need it.
@@ -418,15 +427,32 @@ func (c *Config) callWithClock(opts []Option, f func(h *C.holdoff_config, clock 
 
 // NewBreaker builds a closed breaker from the configuration's breaker part (defaults if absent).
 func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
-	var p *C.holdoff_breaker
-	err := c.callWithClock(opts, func(h *C.holdoff_config, clock *C.holdoff_clock) C.holdoff_status {
-		return C.holdoff_breaker_new(h, clock, &p)
+	var b *Breaker
+	err := c.use(func(h *C.holdoff_config) (err error) {
+		b, err = newBreaker(h, opts)
+		return err
 	})
+	return b, err
+}
+
+// newBreaker builds a breaker from the configuration handle h, which the caller holds.
+func newBreaker(h *C.holdoff_config, opts []Option) (*Breaker, error) {
+	var p *C.holdoff_breaker
+	var err error
+	if clock := breakerClock(); clock != nil && clockOf(opts) == nil {
+		err = detailed(func() C.holdoff_status { return C.holdoff_breaker_new(h, clock, &p) })
+	} else {
+		err = withClock(opts, func(clock *C.holdoff_clock) error {
+			return detailed(func() C.holdoff_status { return C.holdoff_breaker_new(h, clock, &p) })
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
+	var parts C.uint32_t
+	C.holdoff_config_parts(h, &parts)
 	// A fleet's breaker reads no fast-path word: Close must free it at once (see wrapBreaker).
-	return wrapBreaker(p, optionsOf(opts).clock, c.Parts()&partFleet == 0), nil
+	return wrapBreaker(p, ConfigPart(parts)&partFleet == 0), nil
 }
 
 // NewBreakerGroup builds a breaker group whose template is the breaker part (defaults if
@@ -455,7 +481,7 @@ func (c *Config) newBreakerGroup(opts []Option) (*BreakerGroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrapGroup(p, optionsOf(opts).clock), nil
+	return wrapGroup(p), nil
 }
 
 // NewRetryBudget builds a retry budget from the budget part (defaults if absent).
@@ -467,7 +493,7 @@ func (c *Config) NewRetryBudget(opts ...Option) (*RetryBudget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wrapBudget(p), nil
+	return wrapBudget(p, optionsOf(opts).clock), nil
 }
 
 // NewRetryQuota builds a full retry quota from the quota part (defaults if absent).

@@ -1,6 +1,9 @@
 package holdoff
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // SetDrainPassHook makes f run between two passes of Breaker.DrainEvents until restore is
 // called. Not safe to call while DrainEvents runs on another goroutine.
@@ -21,3 +24,6 @@ func CountLibraryCalls() (calls *atomic.Int64, stop func()) {
 
 // UsesFastPath reports whether b reads a fast-path word (false for a fleet's breaker).
 func UsesFastPath(b *Breaker) bool { return b.word != nil }
+
+// BreakerWrapperSize is the size of the Go side of a breaker, without its finalizer.
+const BreakerWrapperSize = unsafe.Sizeof(Breaker{})

@@ -244,7 +244,7 @@ func TestFleetBreakerHasNoFastPath(t *testing.T) {
 	}
 }
 
-// A breaker that never made a call is freed by Close; one that did is freed by its cleanup,
+// A breaker that never made a call is freed by Close; one that did is freed by its finalizer,
 // once nothing can be reading its word, and reports ErrClosed meanwhile.
 func TestClosedBreakerFreedWhenNoReaderCanRemain(t *testing.T) {
 	clock := manualClock(t)
@@ -261,7 +261,7 @@ func TestClosedBreakerFreedWhenNoReaderCanRemain(t *testing.T) {
 	record(t, used, p, holdoff.Success, holdoff.Counted)
 	used.Close()
 	if n := holdoff.LiveHandles(); n != live+1 {
-		t.Fatalf("a used breaker's Close left %d handles, want %d (freed by its cleanup)", n, live+1)
+		t.Fatalf("a used breaker's Close left %d handles, want %d (freed by its finalizer)", n, live+1)
 	}
 	if _, err := used.Allow(); !errors.Is(err, holdoff.ErrClosed) {
 		t.Fatalf("Allow after Close: %v", err)

@@ -12,12 +12,12 @@
 //
 // Every object (Breaker, BreakerGroup, RetryBudget, RetryQuota, Classifier, Policy, clocks,
 // Config) is safe for concurrent use by many goroutines. Each holds a handle of the C library:
-// Close it when done (the handle is also released by a cleanup when the object becomes
-// unreachable, but not promptly). Close is idempotent and may run concurrently with other
-// methods of the same object: calls already in the C library finish on the live handle (which
-// is freed when the last of them returns, or for a Breaker that has made a call, by its
-// cleanup), later calls see the object closed. Using an object
-// after Close returns an error matching ErrClosed from methods that return an error; methods
+// Close it when done (the handle is also released by a cleanup, for a Breaker a finalizer,
+// when the object becomes unreachable, but not promptly). Close is idempotent and may run
+// concurrently with other methods of the same object: calls already in the C library finish on
+// the live handle (which is freed when the last of them returns, or for a Breaker that has made
+// a call, by its finalizer), later calls see the object closed. Using an object after Close
+// returns an error matching ErrClosed from methods that return an error; methods
 // without an error result (Snapshot, ForceOpen, Acquire, Now, ...) panic with it instead, as
 // that is a programming error they cannot report. The C library is never handed a freed
 // handle.
@@ -46,6 +46,14 @@ package holdoff
 #cgo nocallback holdoff_breaker_allow
 #cgo noescape holdoff_breaker_record
 #cgo nocallback holdoff_breaker_record
+#cgo noescape holdoff_breaker_fast_path
+#cgo nocallback holdoff_breaker_fast_path
+#cgo noescape holdoff_breaker_new
+#cgo nocallback holdoff_breaker_new
+#cgo noescape holdoff_config_parts
+#cgo nocallback holdoff_config_parts
+#cgo noescape holdoff_config_parse
+#cgo nocallback holdoff_config_parse
 #include "holdoff.h"
 */
 import "C"
@@ -73,8 +81,16 @@ func Version() string { return C.GoString(C.holdoff_version()) }
 
 // LiveHandles counts the C library's handles that are alive (created and not yet freed), in
 // every build: a program that closed everything sees 0 (once the garbage collector has run the
-// cleanups of closed breakers that made calls: see Breaker.Close). For leak checks in tests.
-func LiveHandles() uint64 { return uint64(C.holdoff_debug_live_handles()) }
+// finalizers of closed breakers that made calls: see Breaker.Close). For leak checks in tests.
+// The one system clock that the breakers made without WithClock share, made with the first of
+// them and kept for the life of the process, is not counted.
+func LiveHandles() uint64 {
+	n := uint64(C.holdoff_debug_live_handles())
+	if breakerClockMade.Load() && n > 0 {
+		n--
+	}
+	return n
+}
 
 var (
 	// ErrUpstreamUnavailable is the family of "the upstream cannot be called now" errors:
@@ -178,7 +194,7 @@ func detailed(f func() C.holdoff_status) error {
 	}
 }
 
-// handleRef owns the C handle of one Go object. Every call holds a use of it while the C
+// handle owns the C handle of one Go object. Every call holds a use of it while the C
 // library works on the handle; Close marks it closed and drops the owner's use, and whichever
 // finishes last (Close, or the last call in flight) frees the handle, as .NET's SafeHandle
 // does. So Close may race with calls on other goroutines: a call either completes on the live
@@ -186,13 +202,24 @@ func detailed(f func() C.holdoff_status) error {
 // adds per call.
 //
 // A handle may instead be pinned (a Breaker's, on its first call): from then on its free waits
-// for the cleanup, which runs only once the Go object is unreachable, so a call holding the
-// object needs no use at all (a load of the state suffices), and memory the handle owns (the
-// breaker's fast-path word) may be read without one.
+// for the object's finalizer, which runs only once the Go object is unreachable, so a call
+// holding the object needs no use at all (a load of the state suffices), and memory the handle
+// owns (the breaker's fast-path word) may be read without one.
+//
+// The owner frees a handle nobody closed when it becomes unreachable, and says which kind of
+// handle it is (the name in ErrClosed, the free function): handleRef holds the kind and a
+// runtime cleanup; a Breaker, where every byte counts, has a finalizer and a fixed kind
+// (breakerHandle).
+type handle[P any] struct {
+	ptr   P            // set once before the object is shared; never cleared (see state)
+	state atomic.Int64 // tag, uses and flags (see handleClosed); the owner is one use until Close
+}
+
+// handleRef is a handle of the kind it holds, freed by a runtime cleanup when its object
+// becomes unreachable without Close.
 type handleRef[P any] struct {
-	ptr     P // set once before the object is shared; never cleared (see state)
+	handle[P]
 	kind    *handleKind[P]
-	state   atomic.Int64 // uses<<handleUse | the bits below; the owner counts as one use until Close
 	cleanup runtime.Cleanup
 }
 
@@ -202,52 +229,58 @@ type handleKind[P any] struct {
 	free func(P)
 }
 
-// The low bits of handleRef.state.
+// The bits of handle.state: three flags, then the uses (bits 3..31: up to 2^29 calls in
+// flight, far beyond any program's), then a tag the owner gives at init (bits 32..63: a
+// Breaker's id, so that one load gives a fast-path call both the state and the id).
 const (
-	handleClosed = 1 << 0 // Close has run: no new use
-	handlePinned = 1 << 1 // freed only by the cleanup (set only while open)
-	handleFreed  = 1 << 2 // the handle was freed (by the last use after Close)
-	handleUse    = 1 << 3 // one use
+	handleClosed   = 1 << 0 // Close has run: no new use
+	handlePinned   = 1 << 1 // freed only once the object is unreachable (set only while open)
+	handleFreed    = 1 << 2 // the handle was freed (by the last use after Close)
+	handleUse      = 1 << 3 // one use
+	handleTagShift = 32
+	handleLow      = 1<<handleTagShift - 1 // the flags and the uses, without the tag
 )
 
-// init takes ownership of p; the caller registers the cleanup (runtime.AddCleanup needs the
-// object's own type).
-func (h *handleRef[P]) init(p P, kind *handleKind[P]) {
-	h.ptr, h.kind = p, kind
-	h.state.Store(handleUse)
+// init takes ownership of p, with the tag the state carries; the owner registers the cleanup or
+// finalizer (both need the object's own type).
+func (h *handle[P]) init(p P, tag uint32) {
+	h.ptr = p
+	h.state.Store(int64(uint64(tag)<<handleTagShift) | handleUse)
 }
 
-// acquire starts a use of the handle, or fails with ErrClosed after Close. Pair it with release.
-func (h *handleRef[P]) acquire() (P, error) {
+// acquireAs starts a use of the handle, or fails with ErrClosed after Close. Pair it with
+// releaseAs.
+func (h *handle[P]) acquireAs(kind *handleKind[P]) (P, error) {
 	if h.state.Add(handleUse)&handleClosed != 0 {
-		h.release()
+		h.releaseAs(kind)
 		var none P
-		return none, closedErr(h.kind.what)
+		return none, closedErr(kind.what)
 	}
 	return h.ptr, nil
 }
 
-// mustAcquire is acquire for methods without an error result: use after Close is a
+// mustAcquireAs is acquireAs for methods without an error result: use after Close is a
 // programming error they cannot report, so they panic with ErrClosed.
-func (h *handleRef[P]) mustAcquire() P {
-	p, err := h.acquire()
+func (h *handle[P]) mustAcquireAs(kind *handleKind[P]) P {
+	p, err := h.acquireAs(kind)
 	if err != nil {
 		panic(err)
 	}
 	return p
 }
 
-func (h *handleRef[P]) release() {
-	// Exactly handleClosed: closed, not pinned, not yet freed, and no use left. The CAS makes
-	// the free happen once even when a late acquire (which fails and releases) also sees it.
-	if h.state.Add(-handleUse) == handleClosed && h.state.CompareAndSwap(handleClosed, handleClosed|handleFreed) {
-		h.kind.free(h.ptr)
+func (h *handle[P]) releaseAs(kind *handleKind[P]) {
+	// Exactly handleClosed below the tag: closed, not pinned, not yet freed, and no use left.
+	// The CAS makes the free happen once even when a late acquire (which fails and releases)
+	// also sees it.
+	if s := h.state.Add(-handleUse); s&handleLow == handleClosed && h.state.CompareAndSwap(s, s|handleFreed) {
+		kind.free(h.ptr)
 	}
 }
 
-// pin makes the handle's free wait for the cleanup (see handleRef), unless Close has run;
-// it reports whether the handle is pinned and open. Only the first call writes.
-func (h *handleRef[P]) pin() bool {
+// pin makes the handle's free wait until the object is unreachable (see handle), unless Close
+// has run; it reports whether the handle is pinned and open. Only the first call writes.
+func (h *handle[P]) pin() bool {
 	for {
 		s := h.state.Load()
 		switch {
@@ -261,34 +294,72 @@ func (h *handleRef[P]) pin() bool {
 	}
 }
 
-// alive is nil, or an error matching ErrClosed once Close has run.
-func (h *handleRef[P]) alive() error {
+// aliveAs is nil, or an error matching ErrClosed once Close has run.
+func (h *handle[P]) aliveAs(kind *handleKind[P]) error {
 	if h.state.Load()&handleClosed != 0 {
-		return closedErr(h.kind.what)
+		return closedErr(kind.what)
 	}
 	return nil
 }
 
-// close marks the handle closed (later acquires fail) and frees it now, or when the last call
-// in flight ends; a pinned handle is left to its cleanup. Only the first close does anything;
-// it reports whether it was the first.
-func (h *handleRef[P]) close() bool {
-	var s int64
+// shut marks the handle closed, so that later acquires fail. It reports whether this was the
+// first close, and whether the handle was pinned then (pin never sets the bit once closed, so
+// that answer is final). After a first close the owner stops its cleanup or finalizer unless
+// pinned, then drops its use with release, which frees the handle now or when the last call in
+// flight ends.
+func (h *handle[P]) shut() (first, pinned bool) {
 	for {
-		s = h.state.Load()
+		s := h.state.Load()
 		if s&handleClosed != 0 {
-			return false
+			return false, false
 		}
 		if h.state.CompareAndSwap(s, s|handleClosed) {
-			break
+			return true, s&handlePinned != 0
 		}
 	}
-	// pin never sets the bit once closed, so s decides for good.
-	if s&handlePinned == 0 {
+}
+
+// freed reports whether release has freed the handle (after Close). Only for a finalizer: then
+// no call can be in flight, so the answer cannot change.
+func (h *handle[P]) freed() bool { return h.state.Load()&handleFreed != 0 }
+
+// init takes ownership of p, a handle of the given kind; the owner registers the cleanup.
+func (h *handleRef[P]) init(p P, kind *handleKind[P]) {
+	h.handle.init(p, 0)
+	h.kind = kind
+}
+
+// acquire starts a use of the handle, or fails with ErrClosed after Close. Pair it with release.
+func (h *handleRef[P]) acquire() (P, error) { return h.acquireAs(h.kind) }
+
+// mustAcquire is acquire, panicking with ErrClosed after Close.
+func (h *handleRef[P]) mustAcquire() P { return h.mustAcquireAs(h.kind) }
+
+// release ends a use acquire began.
+func (h *handleRef[P]) release() { h.releaseAs(h.kind) }
+
+// alive is nil, or an error matching ErrClosed once Close has run.
+func (h *handleRef[P]) alive() error { return h.aliveAs(h.kind) }
+
+// close marks the handle closed (later acquires fail) and frees it now, or when the last call
+// in flight ends; a pinned handle is left to the cleanup. Only the first close does anything;
+// it reports whether it was the first.
+func (h *handleRef[P]) close() bool {
+	first, pinned := h.shut()
+	if !first {
+		return false
+	}
+	if !pinned {
 		h.cleanup.Stop()
 	}
 	h.release()
 	return true
+}
+
+// heldHandle is a handle a call can hold: handleRef, breakerHandle.
+type heldHandle[P any] interface {
+	acquire() (P, error)
+	release()
 }
 
 func closedErr(what string) error {

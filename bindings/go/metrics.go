@@ -175,7 +175,7 @@ func (g *BreakerGroup) Metrics() ([]MetricReading, error) {
 
 // readMetrics reads an object's metric list through read, under a use of its handle, and
 // converts it.
-func readMetrics[P any](h *handleRef[P], read func(P, **C.holdoff_metric_list) C.holdoff_status) ([]MetricReading, error) {
+func readMetrics[P any](h heldHandle[P], read func(P, **C.holdoff_metric_list) C.holdoff_status) ([]MetricReading, error) {
 	p, err := h.acquire()
 	if err != nil {
 		return nil, err

@@ -42,7 +42,8 @@ type Policy struct {
 	parts   []io.Closer
 	breaker *Breaker
 	quota   *RetryQuota // nil without one
-	// clock is the breaker's manual clock, on which attempts time out (nil: the system clock).
+	// clock is the manual clock of its parts, on which attempts time out (nil: the system
+	// clock).
 	clock *ManualClock
 	// call holds the defaults of Do and DoHTTP.
 	call callOptions
@@ -98,7 +99,7 @@ func newPolicy(b *Breaker, budget *RetryBudget, q *RetryQuota, cls *Classifier, 
 		return nil, err
 	}
 	pol := &Policy{breaker: b, quota: q, call: o.call}
-	pol.clock, _ = b.clock.(*ManualClock)
+	pol.clock = budget.manual // the breaker's too: the core refuses parts with two clocks
 	pol.h.init(p, &kindPolicy)
 	pol.h.cleanup = runtime.AddCleanup(pol, freePolicy, p)
 	return pol, nil
