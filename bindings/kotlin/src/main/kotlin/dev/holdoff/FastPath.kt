@@ -3,6 +3,7 @@
 
 package dev.holdoff
 
+import com.sun.jna.JNIEnv
 import com.sun.jna.Memory
 import com.sun.jna.Native
 import com.sun.jna.Pointer
@@ -19,8 +20,9 @@ import kotlin.time.Duration.Companion.nanoseconds
  * memory: while the breaker is closed (and its metrics are not counting), [acquire] and [allow]
  * admit a call, and a permit's success is recorded, without a native call. Everything else goes
  * to the library, so every decision is still the core's: an admission the word does not allow
- * (a refusal, a probe) with one plain JNA call (`holdoff_uniffi_direct_allow`, primitives only),
- * and a failure, or a success while failures are pending or after the breaker moved on, through
+ * (a refusal, a probe) with one plain call (`holdoff_uniffi_direct_allow`: the breaker's address
+ * in, the answer packed in a `Long` out) through JNI ([DirectJni]) or, where that cannot bind,
+ * JNA, and a failure, or a success while failures are pending or after the breaker moved on, through
  * `FastPathWord.record`.
  *
  * Make one per breaker with [Breaker.fastPath] (that call crosses into the library) and keep it;
@@ -36,7 +38,12 @@ import kotlin.time.Duration.Companion.nanoseconds
  *
  * @property breaker the breaker whose word this reads.
  */
-class FastPath internal constructor(val breaker: Breaker, layout: FastPathLayout) {
+class FastPath internal constructor(
+    val breaker: Breaker,
+    layout: FastPathLayout,
+    // Whether the library's admission is called through JNI ([DirectJni]) rather than JNA.
+    private val jni: Boolean = DirectJni.bound,
+) {
     // Holds the native breaker (and so the word) alive while this object is reachable.
     internal val word: FastPathWord = layout.word
     private val admitMask: Long = layout.admitMask.toLong()
@@ -77,35 +84,78 @@ class FastPath internal constructor(val breaker: Breaker, layout: FastPathLayout
         if (buf != null) {
             val w = load(buf)
             if (w and admitMask == 0L) return WordPermit(this, (w ushr 32).toInt(), 0)
-            val out = SCRATCH.get()
-            when (direct(out)) {
-                DIRECT_ADMITTED -> return WordPermit(this, out.get(0).toInt(), out.get(1).toInt())
-                DIRECT_REFUSED -> throw HoldoffException.BreakerOpen(retryAfterOf(out.get(0)))
+            val a = direct()
+            when ((a and KIND_MASK).toInt()) {
+                KIND_ADMITTED -> return WordPermit(this, (a ushr 2).toInt(), (a ushr 34).toInt())
+                KIND_REFUSED -> throw HoldoffException.BreakerOpen(refusedWait(a))
+                KIND_SPILLED -> when (val r = spilled()) {
+                    is Admission.Admitted -> return r.permit
+                    is Admission.Refused -> throw HoldoffException.BreakerOpen(r.retryAfter)
+                    null -> {}
+                }
             }
         }
         return breaker.acquire()
     }
 
     /**
-     * The library's admission in one plain call (primitives only, so JNA takes its fastest
-     * path); the answer's three fields land in this thread's [out] (bindings/uniffi/src/direct.rs).
+     * The library's admission in one plain call with one primitive argument and a primitive
+     * result, through JNI where [DirectJni] is bound, else JNA direct mapping: the answer packed
+     * in a `Long` (bindings/uniffi/src/direct.rs), so nothing is read back from native memory.
      */
-    private fun direct(out: Scratch): Int {
-        val code = DirectLib.holdoff_uniffi_direct_allow(breakerAddress, out.address)
-        // The breaker's memory belongs to `word`, the answer's to `out`: both must stay reachable
-        // until the call is done.
+    private fun direct(): Long {
+        val a = if (jni) DirectJni.allow(breakerAddress) else DirectLib.holdoff_uniffi_direct_allow(breakerAddress)
+        // The breaker's memory belongs to `word`: it must stay reachable until the call is done.
         Reference.reachabilityFence(word)
+        return a
+    }
+
+    /**
+     * The answer [direct] could not pack, which the library keeps for the thread that made the
+     * call (so this runs at once, on that thread); null if there is none.
+     */
+    private fun spilled(): Admission? {
+        val out = Memory(24)
+        val at = Pointer.nativeValue(out)
+        val code = if (jni) DirectJni.spilled(at) else DirectLib.holdoff_uniffi_direct_spilled(at)
+        val a = out.getLong(0)
+        val b = out.getLong(8)
+        val c = out.getLong(16)
         Reference.reachabilityFence(out)
-        return code
+        return when (code) {
+            DIRECT_ADMITTED -> {
+                val permit = WordPermit(this, a.toInt(), b.toInt())
+                Admission.Admitted(permit, permit.episode(), b != 0L)
+            }
+            DIRECT_REFUSED -> Admission.Refused(if (a < 0) null else a.nanoseconds, STATES[b.toInt()], c)
+            else -> null
+        }
     }
 
-    private fun retryAfterOf(nanos: Long): kotlin.time.Duration? = if (nanos < 0) null else nanos.nanoseconds
-
-    private fun admitted(out: Scratch): Admission.Admitted {
-        val probe = out.get(1).toInt()
-        val permit = WordPermit(this, out.get(0).toInt(), probe)
-        return Admission.Admitted(permit, permit.episode(), probe != 0)
+    /** The time to the next probe of a packed refusal [a] (bits 21-63, plus 1); null while forced open. */
+    private fun refusedWait(a: Long): kotlin.time.Duration? {
+        val wait = a ushr 21
+        return if (wait == 0L) null else (wait - 1).nanoseconds
     }
+
+    /**
+     * A packed refusal [a] as an [Admission.Refused]. A forced-open refusal carries no wait, so
+     * the last one is kept and handed out again while it describes the answer (the object is
+     * immutable): one allocation less on the path an operator's switch sends every call down.
+     */
+    private fun refused(a: Long): Admission.Refused {
+        val state = STATES[((a ushr 2) and 7L).toInt()]
+        val episode = (a ushr 5) and 0xFFFFL
+        val wait = a ushr 21
+        if (wait != 0L) return Admission.Refused((wait - 1).nanoseconds, state, episode)
+        val cached = forcedOpen
+        if (cached != null && cached.episode == episode && cached.state == state) return cached
+        return Admission.Refused(null, state, episode).also { forcedOpen = it }
+    }
+
+    // The last refusal without a wait (forced open), reused while it describes the answer.
+    @Volatile
+    private var forcedOpen: Admission.Refused? = null
 
     /**
      * Admits a call ([Admission.Admitted], `episode` 0 and not a probe while closed) or refuses
@@ -118,10 +168,15 @@ class FastPath internal constructor(val breaker: Breaker, layout: FastPathLayout
         if (buf != null) {
             val w = load(buf)
             if (w and admitMask == 0L) return Admission.Admitted(WordPermit(this, (w ushr 32).toInt(), 0), 0L, false)
-            val out = SCRATCH.get()
-            when (direct(out)) {
-                DIRECT_ADMITTED -> return admitted(out)
-                DIRECT_REFUSED -> return Admission.Refused(retryAfterOf(out.get(0)), State.entries[out.get(1).toInt()], out.get(2))
+            val a = direct()
+            when ((a and KIND_MASK).toInt()) {
+                KIND_REFUSED -> return refused(a)
+                KIND_ADMITTED -> {
+                    val probe = (a ushr 34).toInt()
+                    val permit = WordPermit(this, (a ushr 2).toInt(), probe)
+                    return Admission.Admitted(permit, permit.episode(), probe != 0)
+                }
+                KIND_SPILLED -> spilled()?.let { return it }
             }
         }
         return breaker.allow()
@@ -162,44 +217,78 @@ class FastPath internal constructor(val breaker: Breaker, layout: FastPathLayout
         block: suspend () -> T,
     ): T = runAdmitted(allow(), classify, block)
 
-    /**
-     * Three native 64-bit slots per thread for [direct]'s answer, passed by address and read
-     * through a direct buffer: an array argument would send JNA down its slow, converting path.
-     */
-    private class Scratch {
-        private val memory = Memory(24)
-        val address: Long = Pointer.nativeValue(memory)
-        private val view: ByteBuffer = memory.getByteBuffer(0, 24).order(ByteOrder.nativeOrder())
-
-        fun get(i: Int): Long = view.getLong(i * 8)
-    }
-
     /** The library's plain admission, bound by JNA direct mapping like the generated calls. */
-    private object DirectLib {
-        external fun holdoff_uniffi_direct_allow(breaker: Long, out: Long): Int
+    internal object DirectLib {
+        external fun holdoff_uniffi_direct_allow(breaker: Long): Long
+
+        external fun holdoff_uniffi_direct_spilled(out: Long): Int
+
+        external fun holdoff_uniffi_direct_register_jni(env: JNIEnv): Int
 
         init {
             // The library the generated code loads (its override property honoured the same way).
-            Native.register(
-                DirectLib::class.java,
-                System.getProperty("uniffi.component.holdoff.libraryOverride") ?: "holdoff_uniffi",
-            )
+            Native.register(DirectLib::class.java, LIBRARY)
         }
     }
 
     private companion object {
-        // holdoff_uniffi_direct_allow's answers (src/direct.rs); anything else: ask the breaker.
+        // holdoff_uniffi_direct_allow's kinds, in bits 0-1 of its answer (src/direct.rs); the
+        // fourth (-1) means nothing was decided: ask the breaker.
+        const val KIND_MASK = 3L
+        const val KIND_ADMITTED = 0
+        const val KIND_REFUSED = 1
+        const val KIND_SPILLED = 2
+
+        // holdoff_uniffi_direct_spilled's answers; anything else: ask the breaker.
         const val DIRECT_ADMITTED = 0
         const val DIRECT_REFUSED = 1
+
+        // In the core's numbering (0 closed ... 4 disabled), which the generated enum mirrors.
+        val STATES: Array<State> = State.values()
 
         /** The word's layout this code reads (docs/ffi.md "The fast-path word"). */
         val LAYOUT_VERSION: UInt = 1u
 
         val WORD: VarHandle = MethodHandles.byteBufferViewVarHandle(LongArray::class.java, ByteOrder.nativeOrder())
-
-        val SCRATCH: ThreadLocal<Scratch> = ThreadLocal.withInitial(::Scratch)
     }
 }
+
+/**
+ * The library's admission ([FastPath]'s refusals and probes) as JNI native methods
+ * (bindings/uniffi/src/direct.rs): a JNI call costs the JVM a small fraction of a JNA one, and
+ * on a refusal the crossing is most of the cost. The library binds them itself
+ * (`holdoff_uniffi_direct_register_jni`, called once through JNA with this thread's `JNIEnv`),
+ * in the copy JNA loaded, so it works wherever JNA found the library (a path, a jar). Where that
+ * fails (another class loader's class, a library without these functions), [bound] is false and
+ * [FastPath] calls the same functions through JNA.
+ */
+internal object DirectJni {
+    /** Whether the methods below are bound to the library and speak the packing this code reads. */
+    @JvmField
+    val bound: Boolean = bind()
+
+    /** `holdoff_uniffi_direct_allow`: the admission of the breaker at [breaker], packed. */
+    @JvmStatic
+    external fun allow(breaker: Long): Long
+
+    /** `holdoff_uniffi_direct_spilled`: this thread's answer that did not pack, into [out] (3 longs). */
+    @JvmStatic
+    external fun spilled(out: Long): Int
+
+    /** The packed answer's layout version (1); does nothing else (the JNI crossing alone). */
+    @JvmStatic
+    external fun version(): Int
+
+    private fun bind(): Boolean =
+        try {
+            FastPath.DirectLib.holdoff_uniffi_direct_register_jni(JNIEnv.CURRENT) == 0 && version() == 1
+        } catch (e: UnsatisfiedLinkError) {
+            false
+        }
+}
+
+/** The library the generated code loads (its override property honoured the same way). */
+private val LIBRARY: String = System.getProperty("uniffi.component.holdoff.libraryOverride") ?: "holdoff_uniffi"
 
 /**
  * The fast path of this breaker's word (one native call; keep the result). See [FastPath].

@@ -2,7 +2,9 @@ package dev.holdoff
 
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertNotEquals
 import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Assertions.assertSame
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
@@ -11,6 +13,8 @@ import java.util.concurrent.CyclicBarrier
 import java.util.concurrent.Executors
 import java.util.concurrent.TimeUnit
 import kotlinx.coroutines.test.runTest
+import kotlin.time.Duration.Companion.days
+import kotlin.time.Duration.Companion.nanoseconds
 import kotlin.time.Duration.Companion.seconds
 
 /** The fast-path word read in place: admissions and clean successes without the library, the rest through it. */
@@ -111,6 +115,49 @@ class FastPathTest {
         assertEquals(Effect.COUNTED, d.record(Outcome.Failure))
         assertEquals(State.DISABLED, b.snapshot().state)
         assertEquals(1L, b.snapshot().failures, "a disabled breaker counts what it sees")
+    }
+
+    @Test
+    fun `a refusal is one call with its exact wait, through JNI and through JNA alike`() {
+        assertTrue(DirectJni.bound, "the library's JNI methods are bound where the tests load it")
+        for (jni in listOf(true, false)) {
+            val clock = ManualClock()
+            val b = breaker(1, clock)
+            val fast = FastPath(b, b.fastPathLayout(), jni)
+            fast.acquire().record(Outcome.Failure)
+            clock.set(10.seconds + 7.nanoseconds)
+            val r = fast.allow() as Admission.Refused
+            assertEquals(20.seconds - 7.nanoseconds, r.retryAfter, "jni=$jni")
+            assertEquals(State.OPEN, r.state)
+            assertEquals(1L, r.episode)
+            assertEquals(20.seconds - 7.nanoseconds, assertThrows<HoldoffException.BreakerOpen> { fast.acquire() }.retryAfter)
+            assertEquals(2L, b.snapshot().refusals, "each refusal counted once, jni=$jni")
+            b.forceOpen()
+            val forced = fast.allow() as Admission.Refused
+            assertEquals(State.FORCED_OPEN, forced.state)
+            assertNull(forced.retryAfter)
+            assertSame(forced, fast.allow(), "a forced-open refusal is reused while it says the same")
+            assertEquals(4L, b.snapshot().refusals, "a reused refusal is still counted")
+            b.reset()
+            b.forceOpen()
+            val next = fast.allow() as Admission.Refused
+            assertNotEquals(forced.episode, next.episode, "a new episode, a new refusal")
+            assertEquals(Admission.Refused(null, State.FORCED_OPEN, next.episode), next)
+        }
+    }
+
+    @Test
+    fun `a wait too long to pack reaches the caller exactly, through JNI and through JNA`() {
+        for (jni in listOf(true, false)) {
+            val clock = ManualClock()
+            val b = Breaker(BreakerConfig(trip = TripPolicy.Consecutive(1), openInterval = BackoffConfig(initial = 1.days, max = 1.days)), clock)
+            val fast = FastPath(b, b.fastPathLayout(), jni)
+            fast.acquire().record(Outcome.Failure)
+            clock.set(3.nanoseconds)
+            assertEquals(Admission.Refused(1.days - 3.nanoseconds, State.OPEN, 1L), fast.allow(), "jni=$jni")
+            assertEquals(1.days - 3.nanoseconds, assertThrows<HoldoffException.BreakerOpen> { fast.acquire() }.retryAfter)
+            assertEquals(2L, b.snapshot().refusals)
+        }
     }
 
     @Test
