@@ -510,6 +510,23 @@ class Breaker extends EventEmitter {
     }
   }
 
+  /**
+   * @internal A call admitted on the word (`#fastAdmit`) for a policy's `execute`: the permit's
+   * raw episode, or -1 when the call must go to the core.
+   */
+  _admitOnWord() {
+    return this.#fastAdmit() ? this.#seen : -1
+  }
+
+  /**
+   * @internal Whether a success of a call admitted on the word under `rawEpisode` needs no
+   * record (as in `record`: closed in that episode, nothing pending, no flag).
+   */
+  _quietSuccess(rawEpisode) {
+    const w = this.#word
+    return Atomics.load(w, 0) === 0 && Atomics.load(w, 1) === rawEpisode
+  }
+
   /** @internal Delivers events caused through another object (a policy). */
   _deliver() {
     if (this.#listening) this.#flush()
@@ -791,6 +808,7 @@ function memoryStoreReset(name) {
 // Retry budget and quota
 
 let budgetHandleOf
+let budgetEpisodeOf
 let retryStateHandleOf
 
 const [DECISION_KINDS, WAIT_SOURCES, GIVE_UP_REASONS] = native.decisionNames()
@@ -867,8 +885,19 @@ class RetryBudget {
     this.#h = native.budgetNew(opts, clock)
   }
 
+  // The budget's episode flag (1 while a rate-limit episode is under way), read in place by the
+  // policies over it; null where the runtime refuses external buffers. Made on first use.
+  #episode
+
   static {
     budgetHandleOf = (b) => b.#h
+    budgetEpisodeOf = (b) => {
+      if (b.#episode === undefined) {
+        const buf = native.budgetEpisodeFlag(b.#h)
+        b.#episode = buf === null ? null : new Uint32Array(buf)
+      }
+      return b.#episode
+    }
   }
 
   /** The state of a fresh logical call, for `decide`. */
@@ -1262,6 +1291,10 @@ function resendable(input, init) {
   )
 }
 
+// The first attempt's time limit of `execute` without options (the core's default total
+// timeout), in milliseconds.
+const FIRST_LIMIT_MS = native.execDefaultLimitMs()
+
 // How many finished execution handles a policy keeps for its next calls.
 const IDLE_EXECUTIONS = 8
 
@@ -1343,6 +1376,12 @@ class Attempt {
 
   settle(r) {
     if (this.settled) return
+    this.release()
+    this.done(r)
+  }
+
+  // Settled: the caller's signal and the limit let go.
+  release() {
     this.settled = true
     this.signal?.removeEventListener('abort', this)
     if (this.cancelTimer !== undefined) {
@@ -1352,6 +1391,10 @@ class Attempt {
       // off the end, so the queue does not grow with them.
       pendingLimits.pop()
     }
+  }
+
+  // Where the settled attempt goes: the promise `runAttempt` returned.
+  done(r) {
     this.resolve(r)
   }
 
@@ -1397,38 +1440,110 @@ class Attempt {
  */
 function runAttempt(fn, limitMs, signal, sleepOption) {
   return new Promise((resolve) => {
-    const a = new Attempt(resolve, signal, takesNoArgs(fn) ? undefined : new AbortController(), limitMs)
-    if (limitMs !== Infinity) {
-      if (sleepOption === undefined) {
-        a.deferLimit()
-      } else {
-        const timer = new AbortController()
-        a.cancelTimer = () => timer.abort()
-        let slept
-        try {
-          slept = sleepOption(limitMs, timer.signal)
-        } catch (error) {
-          a.broken(error)
-          return
-        }
-        Promise.resolve(slept).then(() => a.expire(), (error) => {
-          if (!timer.signal.aborted) a.broken(error)
-        })
-      }
-    }
-    signal?.addEventListener('abort', a, { once: true })
-    let p
-    try {
-      p = a.ac === undefined ? fn() : fn(a.ac.signal)
-    } catch (e) {
-      a.settle({ threw: true, error: e })
-      return
-    }
-    Promise.resolve(p).then(
-      (value) => a.settle({ threw: false, value }),
-      (error) => a.settle({ threw: true, error }),
-    )
+    startAttempt(new Attempt(resolve, signal, takesNoArgs(fn) ? undefined : new AbortController(), limitMs), fn, sleepOption)
   })
+}
+
+// Starts the attempt `a` of `fn` (see `runAttempt`): its limit, its signal's listener, the call.
+function startAttempt(a, fn, sleepOption) {
+  const limitMs = a.limitMs
+  const signal = a.signal
+  if (limitMs !== Infinity) {
+    if (sleepOption === undefined) {
+      a.deferLimit()
+    } else {
+      const timer = new AbortController()
+      a.cancelTimer = () => timer.abort()
+      let slept
+      try {
+        slept = sleepOption(limitMs, timer.signal)
+      } catch (error) {
+        a.broken(error)
+        return
+      }
+      Promise.resolve(slept).then(() => a.expire(), (error) => {
+        if (!timer.signal.aborted) a.broken(error)
+      })
+    }
+  }
+  signal?.addEventListener('abort', a, { once: true })
+  let p
+  try {
+    p = a.ac === undefined ? fn() : fn(a.ac.signal)
+  } catch (e) {
+    a.settle({ threw: true, error: e })
+    return
+  }
+  Promise.resolve(p).then(
+    (value) => a.settle({ threw: false, value }),
+    (error) => a.settle({ threw: true, error }),
+  )
+}
+
+// `policy.execute(fn)` without options, its first attempt admitted on the breaker's word
+// (`Policy#runAdmitted`): it resolves the call's promise itself when it returns a value that
+// needs nothing from the core, else hands what it came to to the core's loop
+// (`continueAdmitted`).
+class AdmittedAttempt {
+  constructor(policy, breaker, flag, fn, episode) {
+    this.policy = policy
+    // The policy's breaker and its budget's episode flag, for the success's check.
+    this.breaker = breaker
+    this.flag = flag
+    this.fn = fn
+    this.episode = episode
+    // The call's promise's resolve (`adoptResolve`).
+    this.resolveCall = undefined
+    // As an Attempt's (the signal and the limit are the getters below).
+    this.ac = takesNoArgs(fn) ? undefined : new AbortController()
+    this.settled = false
+    this.cancelTimer = undefined
+    // The reading the call's limits count from (`deferLimit`).
+    this.since = -1
+  }
+
+  // No caller's signal: execute was given no options.
+  get signal() {
+    return undefined
+  }
+
+  get limitMs() {
+    return FIRST_LIMIT_MS
+  }
+
+  deferLimit() {
+    Attempt.prototype.deferLimit.call(this)
+    this.since = limitsSince
+  }
+
+  // The operation returned `value`: no result object is made when the call ends here.
+  returned(value) {
+    if (this.settled) return
+    this.release()
+    // A success the breaker's word recognises, with no rate-limit episode of the budget under
+    // way: nothing to record, count or decide. (Retry metrics that started counting since the
+    // admission would count nothing for it: its attempt was admitted before they started.)
+    if (this.flag[0] === 0 && this.breaker._quietSuccess(this.episode)) this.resolveCall(value)
+    else this.resolveCall(continueAdmitted(this, { threw: false, value }))
+  }
+
+  done(r) {
+    this.resolveCall(continueAdmitted(this, r))
+  }
+}
+// The rest of an Attempt's life (its limit, abort, expiry, release) is an Attempt's, on these
+// fields: one class's code, two shapes.
+for (const m of ['arm', 'settle', 'release', 'abort', 'broken', 'expire']) {
+  AdmittedAttempt.prototype[m] = Attempt.prototype[m]
+}
+
+let continueAdmitted
+
+// The call's promise is made with this one executor rather than a closure per call: it hands
+// its resolve to the attempt being admitted (the executor runs at once, within `new Promise`).
+let admitting
+function adoptResolve(resolve) {
+  admitting.resolveCall = resolve
 }
 
 /**
@@ -1445,6 +1560,9 @@ class Policy {
   #budget
   #quota
   #classifier
+  // For `execute` without options: the budget's episode flag when a first attempt may run on the
+  // breaker's word (`#runAdmitted`), false when never; undefined until first asked.
+  #fast
 
   constructor(options) {
     if (options === undefined) options = {}
@@ -1517,6 +1635,8 @@ class Policy {
    * `policy.quota.metrics()`; `observe` reports all three.
    */
   metrics() {
+    // Counting starts now: every attempt goes through the core to be counted.
+    this.#fast = false
     return readings(native.policyMetrics(this.#h))
   }
 
@@ -1588,7 +1708,7 @@ class Policy {
    * the policy's classifier reads. `resendable` false: an attempt cannot be made twice (a
    * request body spent by the first), so a wait ends the call with the core's give-up.
    */
-  async #run(fn, options, http, resendable = true) {
+  async #run(fn, options, http, resendable = true, admitted = undefined) {
     if (typeof fn !== 'function') {
       throw typeError('invalid_input', `invalid input: fn must be a function, got ${describe(fn)}`, 'fn')
     }
@@ -1604,14 +1724,22 @@ class Policy {
     // reported, STEP_WAIT a wait, <= -2 finished.
     let step
     try {
-      step = o.attemptTimeoutMs === undefined && o.totalTimeoutMs === undefined
-        ? native.execStartDefault(exec, this.#h)
-        : native.execStart(exec, this.#h, o.attemptTimeoutMs, o.totalTimeoutMs)
+      if (admitted === undefined) {
+        step = o.attemptTimeoutMs === undefined && o.totalTimeoutMs === undefined
+          ? native.execStartDefault(exec, this.#h)
+          : native.execStart(exec, this.#h, o.attemptTimeoutMs, o.totalTimeoutMs)
+      } else {
+        // The first attempt ran already, admitted on the breaker's word (`#runAdmitted`).
+        native.execAdmitted(exec, this.#h, admitted.episode, Math.max(0, performance.now() - admitted.since))
+        step = FIRST_LIMIT_MS
+        last = admitted.last
+      }
       breaker._deliver()
       for (;;) {
         if (step > 0) {
           const plan = o.onAttempt === undefined ? 0 : native.execPlan(exec)
-          last = await runAttempt(fn, step, signal, o.sleep)
+          if (admitted === undefined) last = await runAttempt(fn, step, signal, o.sleep)
+          admitted = undefined
           let failed = false
           let failure
           try {
@@ -1762,7 +1890,56 @@ class Policy {
    * limit. See the README for the options, the default classification and what rejects how.
    */
   execute(fn, options) {
+    if (options === undefined && typeof fn === 'function') {
+      const episodeFlag = this.#fast ?? this.#fastInit()
+      if (episodeFlag !== false && episodeFlag[0] === 0) {
+        const episode = this.#breaker._admitOnWord()
+        if (episode >= 0) return this.#runAdmitted(fn, episode, episodeFlag)
+      }
+    }
     return this.#run(fn, options, false)
+  }
+
+  #fastInit() {
+    this.#fast = FAST_PATH && native.policyFastEligible(this.#h) ? (budgetEpisodeOf(this.#budget) ?? false) : false
+    return this.#fast
+  }
+
+  /**
+   * `execute(fn)` with no options whose first attempt the breaker's word admitted under
+   * `episode` (no native call): a clean success that the word recognises, with no rate-limit
+   * episode of the budget under way, ends there, as the core would end it (nothing to record,
+   * count or decide); anything else continues in the core's loop (`#run`) from that attempt.
+   * The call's limits count from the turn of the event loop it started in (the reading its
+   * attempt's timer is deferred from), not from a reading of its own.
+   */
+  #runAdmitted(fn, episode, episodeFlag) {
+    const a = new AdmittedAttempt(this, this.#breaker, episodeFlag, fn, episode)
+    admitting = a
+    const call = new Promise(adoptResolve)
+    admitting = undefined
+    if (FIRST_LIMIT_MS !== Infinity) a.deferLimit()
+    let p
+    try {
+      p = a.ac === undefined ? fn() : fn(a.ac.signal)
+    } catch (error) {
+      // Reported after `execute` returns, as the core's loop reports it (after an await): the
+      // breaker's events never fire inside the caller's synchronous code.
+      queueMicrotask(() => a.settle({ threw: true, error }))
+      return call
+    }
+    Promise.resolve(p).then(
+      (value) => a.returned(value),
+      (error) => a.settle({ threw: true, error }),
+    )
+    return call
+  }
+
+  static {
+    continueAdmitted = (a, last) => {
+      const since = a.since >= 0 ? a.since : performance.now()
+      return a.policy.#run(a.fn, undefined, false, true, { episode: a.episode, since, last })
+    }
   }
 
   /**

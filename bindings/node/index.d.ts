@@ -148,6 +148,15 @@ export declare function budgetDecideCode(h: ExternalObject<BudgetBox>, state: Ex
  */
 export declare function budgetDecideFresh(h: ExternalObject<BudgetBox>, outcomeCode: number, retryLaterMs: number): number
 
+/**
+ * The budget's episode flag (`BudgetBox::episode`: 1 while a rate-limit episode is under way,
+ * else 0) as a 4-byte external `ArrayBuffer`, to view as a `Uint32Array`; `null` when the
+ * runtime refuses external buffers (a copy would go stale: the caller then never runs a call
+ * without the core). Only this thread writes it, inside native calls, so JavaScript reads it
+ * with a plain load between them.
+ */
+export declare function budgetEpisodeFlag(h: ExternalObject<BudgetBox>): unknown | null
+
 /** When the current rate-limit episode started (ms on the budget's clock), or `null`. */
 export declare function budgetEpisodeStartMs(h: ExternalObject<BudgetBox>): number | null
 
@@ -198,6 +207,17 @@ export declare function clockWallOriginUnixMs(c: ExternalObject<ClockBox>): numb
 export declare function decisionNames(): Array<Array<string>>
 
 /**
+ * A call of `policy.execute` (no options: default limits) whose first attempt `holdoff.js`
+ * admitted itself on the breaker's fast-path word under `rawEpisode`, `elapsedMs` ago, and which
+ * did not end there as a clean success: `h` (a new handle, or one whose last call finished)
+ * continues it as if `execStartDefault` had admitted that attempt, its limits counted from
+ * `elapsedMs` before now (the core's `Execution::admitted`). Report the attempt next
+ * (`execComplete`, `execSucceeded`). `RangeError` `invalid_input` naming `elapsedMs` for a
+ * negative or non-finite number.
+ */
+export declare function execAdmitted(h: ExternalObject<ExecBox>, policy: ExternalObject<PolicyBox>, rawEpisode: number, elapsedMs: number): void
+
+/**
  * The caller cancelled (during a wait, or an attempt the helper abandons): records an attempt
  * in progress as cancelled and finishes. Returns the finished step.
  */
@@ -217,6 +237,12 @@ export declare function execComplete(h: ExternalObject<ExecBox>, how: number, ou
  * recorded as cancelled. Returns the next step (as `execNext`).
  */
 export declare function execCompleteResponse(h: ExternalObject<ExecBox>, status: number, headers: Array<string>): number
+
+/**
+ * The first attempt's time limit in milliseconds when `execute` is given no limits (from the
+ * core's default total timeout; `Infinity` for none): what `execAdmitted` continues from.
+ */
+export declare function execDefaultLimitMs(): number
 
 /** The outcome code the last attempt was recorded as (see `outcomeNames`), or -1 before any. */
 export declare function execLastOutcome(h: ExternalObject<ExecBox>): number
@@ -421,6 +447,17 @@ export declare function policyCallAttempts(call: ExternalObject<PolicyCallBox>):
 
 /** Retries this call took on the budget's counted path. */
 export declare function policyCallRetries(call: ExternalObject<PolicyCallBox>): number
+
+/**
+ * Whether `policy.execute` may run a first attempt on the breaker's fast-path word, with no
+ * native call, when it is given no options: its clock is the system clock (a manual clock's
+ * readings are counted and driven by tests: every call goes through the core) and it has no
+ * quota (a success deposits in it). The rest of what a first-attempt success would need from
+ * the core changes later and is watched by `holdoff.js`: the breaker's word, the budget's
+ * episode flag (`budgetEpisodeFlag`) and whether the policy's retry metrics count (from their
+ * first read, `policyMetrics`, on).
+ */
+export declare function policyFastEligible(h: ExternalObject<PolicyBox>): boolean
 
 /**
  * The policy's retry series as flat triples (the first read starts counting); its breaker's

@@ -46,6 +46,12 @@ impl Call {
     pub fn retry_state(&self) -> &RetryState {
         &self.retry
     }
+
+    /// An attempt a binding admitted itself on the breaker's fast-path word (docs/ffi.md), which
+    /// the policy's own admission would have counted.
+    pub(crate) fn count_admitted(&mut self) {
+        self.attempts += 1;
+    }
 }
 
 /// What to do before an attempt.

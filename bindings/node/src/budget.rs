@@ -1,7 +1,7 @@
 //! The retry budget (`holdoff::RetryBudget`) and the per-call state it decides on
 //! (`holdoff::RetryState`).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use holdoff::interop::{Coded, DecisionKind, DecisionParts};
@@ -21,6 +21,16 @@ pub struct BudgetBox {
     out: Arc<[AtomicU64; 2]>,
     /// The state `budget_decide_fresh` left changed, until `retry_state_take` takes it.
     fresh: Mutex<Option<RetryState>>,
+    /// 1 while a rate-limit episode is under way, else 0: written after every decision this
+    /// binding makes on the budget (`note_episode`), read in place by JavaScript, whose
+    /// `policy.execute` runs a first attempt without the core only while it is 0.
+    pub(crate) episode: Arc<AtomicU32>,
+}
+
+/// Writes the budget's episode state into its flag (see `BudgetBox::episode`), after a decision
+/// on it.
+pub(crate) fn note_episode(flag: &AtomicU32, budget: &RetryBudget) {
+    flag.store(u32::from(budget.episode_start().is_some()), Ordering::Release);
 }
 
 /// The per-call state of a budget (`holdoff::RetryState`).
@@ -43,6 +53,7 @@ pub fn budget_new(
         budget: Arc::new(budget),
         out: Arc::new([AtomicU64::new(0), AtomicU64::new(0)]),
         fresh: Mutex::new(None),
+        episode: Arc::new(AtomicU32::new(0)),
     }))
 }
 
@@ -88,6 +99,7 @@ pub fn budget_decide<'e>(
 ) -> Result<Object<'e>> {
     let o = codes::outcome(env, outcome_code, retry_later_ms)?;
     let d = h.budget.decide(&mut lock(&state.state), o);
+    note_episode(&h.episode, &h.budget);
     decision_object(env, &d)
 }
 
@@ -110,6 +122,7 @@ pub fn budget_decide_code(
 ) -> Result<f64> {
     let o = codes::outcome(env, outcome_code, retry_later_ms)?;
     let d = h.budget.decide(&mut lock(&state.state), o);
+    note_episode(&h.episode, &h.budget);
     Ok(pack(h, d))
 }
 
@@ -144,6 +157,7 @@ pub fn budget_decide_fresh(
     let o = codes::outcome(env, outcome_code, retry_later_ms)?;
     let mut state = RetryState::new();
     let d = h.budget.decide(&mut state, o);
+    note_episode(&h.episode, &h.budget);
     let packed = pack(h, d);
     if state == RetryState::new() {
         return Ok(packed);
@@ -186,6 +200,48 @@ pub fn budget_out<'e>(env: &'e Env, h: &External<BudgetBox>) -> Result<Option<Un
             data.cast_mut().cast(),
             std::mem::size_of::<[AtomicU64; 2]>(),
             Some(release_out),
+            keep.cast(),
+            &mut value,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the finalizer was not registered, so `keep` is still ours.
+        drop(unsafe { Box::from_raw(keep) });
+        return Ok(None);
+    }
+    // SAFETY: a value napi just created in this env.
+    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
+}
+
+/// Frees the episode flag the external `ArrayBuffer` kept alive.
+unsafe extern "C" fn release_episode(
+    _env: sys::napi_env,
+    _data: *mut std::ffi::c_void,
+    hint: *mut std::ffi::c_void,
+) {
+    // SAFETY: `hint` is the box `budget_episode_flag` leaked for this buffer, freed once here.
+    drop(unsafe { Box::from_raw(hint.cast::<Arc<AtomicU32>>()) });
+}
+
+/// The budget's episode flag (`BudgetBox::episode`: 1 while a rate-limit episode is under way,
+/// else 0) as a 4-byte external `ArrayBuffer`, to view as a `Uint32Array`; `null` when the
+/// runtime refuses external buffers (a copy would go stale: the caller then never runs a call
+/// without the core). Only this thread writes it, inside native calls, so JavaScript reads it
+/// with a plain load between them.
+#[napi(catch_unwind)]
+pub fn budget_episode_flag<'e>(env: &'e Env, h: &External<BudgetBox>) -> Result<Option<Unknown<'e>>> {
+    note_episode(&h.episode, &h.budget);
+    let data = h.episode.as_ptr();
+    let keep = Box::into_raw(Box::new(Arc::clone(&h.episode)));
+    let mut value = std::ptr::null_mut();
+    // SAFETY: `data` points at 4 bytes that live as long as the Arc `keep` holds until the
+    // finalizer runs; JavaScript only reads them.
+    let status = unsafe {
+        sys::napi_create_external_arraybuffer(
+            env.raw(),
+            data.cast(),
+            std::mem::size_of::<AtomicU32>(),
+            Some(release_episode),
             keep.cast(),
             &mut value,
         )

@@ -29,6 +29,11 @@ pub(crate) fn clock_of(c: Option<&External<ClockBox>>) -> Arc<dyn Clock> {
     }
 }
 
+/// Whether `c` is the system clock every object built without a clock shares.
+pub(crate) fn is_system_clock(c: &Arc<dyn Clock>) -> bool {
+    Arc::ptr_eq(c, &SYSTEM_CLOCK)
+}
+
 /// A manual clock at 0 whose origin is `wallOriginUnixMs` on the wall (default the Unix epoch).
 #[napi(catch_unwind)]
 pub fn clock_new(env: &Env, options: Unknown<'_>) -> Result<External<ClockBox>> {

@@ -14,15 +14,19 @@
 //! Dropping the handle (garbage collection) during an attempt records it as cancelled, as the
 //! core's `Execution` does when dropped, so a probe is never held by an abandoned call.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
+use std::time::Duration;
 
 use holdoff::interop::config::{ExecuteSpec, Num};
 use holdoff::interop::Coded;
-use holdoff::{Execution, GiveUpReason, Policy, Step, Verdict};
+use holdoff::{AttemptPlan, Execution, ExecutionConfig, GiveUpReason, Policy, Step, Verdict};
 use napi::bindgen_prelude::*;
 use napi::ValueType;
 use napi_derive::napi;
 
+use crate::breaker::permit_from_raw;
+use crate::budget::note_episode;
 use crate::codes;
 use crate::convert::{ms, set_ms};
 use crate::err::{self, Kind};
@@ -35,6 +39,9 @@ use crate::policy::PolicyBox;
 pub struct ExecBox {
     exec: Option<Execution<Arc<Policy>>>,
     last: Option<Step>,
+    /// The episode flag of the policy's budget (`BudgetBox::episode`), written after each
+    /// attempt reported; `None` before the first start.
+    episode: Option<Arc<AtomicU32>>,
 }
 
 impl ExecBox {
@@ -81,6 +88,7 @@ pub fn exec_new() -> External<ExecBox> {
     External::new(ExecBox {
         exec: None,
         last: None,
+        episode: None,
     })
 }
 
@@ -124,9 +132,83 @@ fn start(env: &Env, h: &mut ExecBox, policy: &PolicyBox, spec: ExecuteSpec) -> R
     let config = spec.to_config().map_err(|e| err::config(env, &e))?;
     let exec = Execution::new(Arc::clone(&policy.policy), config).map_err(|e| err::config(env, &e))?;
     // The previous call of this handle is finished: replacing its execution records nothing.
+    h.episode = Some(Arc::clone(&policy.episode));
     let exec = h.exec.insert(exec);
     let step = exec.next_step().map_err(|e| err::holdoff(env, &e))?;
     Ok(step_number(h, step))
+}
+
+/// `step_number` after an attempt was reported: the budget decided, so its episode flag is
+/// written first.
+fn reported(h: &mut ExecBox, step: Step) -> f64 {
+    if let (Some(flag), Some(e)) = (&h.episode, &h.exec) {
+        note_episode(flag, e.policy().budget());
+    }
+    step_number(h, step)
+}
+
+/// The limits of a call given none (the core's defaults).
+fn default_config(env: &Env) -> Result<ExecutionConfig> {
+    let spec = ExecuteSpec {
+        attempt_timeout_ms: None,
+        total_timeout_ms: None,
+    };
+    spec.to_config().map_err(|e| err::config(env, &e))
+}
+
+/// A first attempt's time limit under `c`: the smaller of its two limits; `None` for none.
+fn first_limit(c: &ExecutionConfig) -> Option<Duration> {
+    match (c.attempt_timeout, c.total_timeout) {
+        (Some(a), Some(t)) => Some(a.min(t)),
+        (a, t) => a.or(t),
+    }
+}
+
+/// The first attempt's time limit in milliseconds when `execute` is given no limits (from the
+/// core's default total timeout; `Infinity` for none): what `execAdmitted` continues from.
+#[napi(catch_unwind)]
+pub fn exec_default_limit_ms(env: &Env) -> Result<f64> {
+    Ok(first_limit(&default_config(env)?).map_or(f64::INFINITY, ms))
+}
+
+/// A call of `policy.execute` (no options: default limits) whose first attempt `holdoff.js`
+/// admitted itself on the breaker's fast-path word under `rawEpisode`, `elapsedMs` ago, and which
+/// did not end there as a clean success: `h` (a new handle, or one whose last call finished)
+/// continues it as if `execStartDefault` had admitted that attempt, its limits counted from
+/// `elapsedMs` before now (the core's `Execution::admitted`). Report the attempt next
+/// (`execComplete`, `execSucceeded`). `RangeError` `invalid_input` naming `elapsedMs` for a
+/// negative or non-finite number.
+#[napi(catch_unwind)]
+pub fn exec_admitted(
+    env: &Env,
+    h: &mut External<ExecBox>,
+    policy: &External<PolicyBox>,
+    raw_episode: u32,
+    elapsed_ms: f64,
+) -> Result<()> {
+    if !(elapsed_ms.is_finite() && elapsed_ms >= 0.0) {
+        return Err(err::throw(
+            env,
+            Kind::Range,
+            "invalid_input",
+            format!("invalid input: elapsedMs must be a number of milliseconds >= 0, got {elapsed_ms}"),
+            Some("elapsedMs"),
+        ));
+    }
+    let config = default_config(env)?;
+    let permit = permit_from_raw(policy.policy.breaker().id(), raw_episode, 0);
+    // Finite and not negative: only a value past Duration's range fails, and saturates.
+    let elapsed = Duration::try_from_secs_f64(elapsed_ms / 1000.0).unwrap_or(Duration::MAX);
+    let exec = Execution::admitted(Arc::clone(&policy.policy), config, permit, elapsed)
+        .map_err(|e| err::config(env, &e))?;
+    h.episode = Some(Arc::clone(&policy.episode));
+    h.exec = Some(exec);
+    h.last = Some(Step::Attempt(AttemptPlan {
+        number: 1,
+        probe: false,
+        time_limit: first_limit(&config),
+    }));
+    Ok(())
 }
 
 fn step_number(h: &mut ExecBox, step: Step) -> f64 {
@@ -173,7 +255,7 @@ pub fn exec_complete(
         .exec(env)?
         .complete(attempted)
         .map_err(|e| err::holdoff(env, &e))?;
-    Ok(step_number(h, step))
+    Ok(reported(h, step))
 }
 
 /// `exec_complete` for an attempt that returned a success (`how` 0, outcome `success`), the
@@ -184,7 +266,7 @@ pub fn exec_succeeded(env: &Env, h: &mut External<ExecBox>) -> Result<f64> {
         .exec(env)?
         .complete(holdoff::Attempted::Returned(holdoff::Outcome::Success))
         .map_err(|e| err::holdoff(env, &e))?;
-    Ok(step_number(h, step))
+    Ok(reported(h, step))
 }
 
 /// Reports an attempt that got an HTTP response (flat headers): the policy's classifier reads
@@ -203,7 +285,7 @@ pub fn exec_complete_response(
         .exec(env)?
         .complete_response(status, headers_of(&headers))
         .map_err(|e| err::holdoff(env, &e))?;
-    Ok(step_number(h, step))
+    Ok(reported(h, step))
 }
 
 /// The caller cancelled (during a wait, or an attempt the helper abandons): records an attempt

@@ -2,6 +2,7 @@
 //! the manual API around one attempt on its per-call state (`PolicyCall`, the core's
 //! `policy::Call`). The retry helpers run on `execution.rs`.
 
+use std::sync::atomic::AtomicU32;
 use std::sync::{Arc, Mutex};
 
 use holdoff::interop::Coded;
@@ -11,7 +12,7 @@ use napi::ValueType;
 use napi_derive::napi;
 
 use crate::breaker::{permit_from_raw, permit_object, BreakerBox};
-use crate::budget::{decision_object, BudgetBox};
+use crate::budget::{decision_object, note_episode, BudgetBox};
 use crate::convert::{ms, set_ms};
 use crate::http::{headers_of, outcome_set, status_int, ClassifierBox};
 use crate::quota::QuotaBox;
@@ -20,6 +21,8 @@ use crate::{codes, err, lock, opts};
 /// A policy, shared with the executions of its retry helpers (`execution.rs`).
 pub struct PolicyBox {
     pub(crate) policy: Arc<Policy>,
+    /// Its budget's episode flag (`BudgetBox::episode`), written after its decisions.
+    pub(crate) episode: Arc<AtomicU32>,
 }
 
 /// The per-call state of the manual policy API (`policy.newCall()`).
@@ -45,7 +48,20 @@ pub fn policy_new(
     .map_err(|e| err::config(env, &e))?;
     Ok(External::new(PolicyBox {
         policy: Arc::new(policy),
+        episode: Arc::clone(&budget.episode),
     }))
+}
+
+/// Whether `policy.execute` may run a first attempt on the breaker's fast-path word, with no
+/// native call, when it is given no options: its clock is the system clock (a manual clock's
+/// readings are counted and driven by tests: every call goes through the core) and it has no
+/// quota (a success deposits in it). The rest of what a first-attempt success would need from
+/// the core changes later and is watched by `holdoff.js`: the breaker's word, the budget's
+/// episode flag (`budgetEpisodeFlag`) and whether the policy's retry metrics count (from their
+/// first read, `policyMetrics`, on).
+#[napi(catch_unwind)]
+pub fn policy_fast_eligible(h: &External<PolicyBox>) -> bool {
+    crate::clock::is_system_clock(h.policy.breaker().clock()) && h.policy.quota().is_none()
 }
 
 /// A fresh logical call for the manual policy API.
@@ -118,7 +134,9 @@ pub fn policy_after_attempt<'e>(
 ) -> Result<Option<Object<'e>>> {
     let o = codes::outcome(env, outcome_code, retry_later_ms)?;
     let permit = permit_from_raw(breaker, episode, probe);
-    match h.policy.after_attempt(&mut lock(&call.call), permit, o) {
+    let d = h.policy.after_attempt(&mut lock(&call.call), permit, o);
+    note_episode(&h.episode, h.policy.budget());
+    match d {
         Ok(d) => decision_object(env, &d).map(Some),
         Err(_) => Ok(None),
     }
@@ -148,10 +166,11 @@ pub fn policy_after_response<'e>(
     }
     let status = status_int(unsafe { status.cast::<f64>()? });
     let permit = permit_from_raw(breaker, episode, probe);
-    match h
+    let r = h
         .policy
-        .after_response(&mut lock(&call.call), permit, status, headers_of(&headers))
-    {
+        .after_response(&mut lock(&call.call), permit, status, headers_of(&headers));
+    note_episode(&h.episode, h.policy.budget());
+    match r {
         Ok((d, c)) => {
             let mut o = decision_object(env, &d)?;
             outcome_set(&mut o, &c.outcome)?;

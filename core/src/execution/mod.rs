@@ -128,6 +128,39 @@ impl<P: Deref<Target = Policy>> Execution<P> {
         })
     }
 
+    /// A call whose first attempt a binding admitted itself, `elapsed` ago, on the breaker's
+    /// fast-path word (docs/ffi.md "The fast-path word"), with `permit` (closed, not a probe),
+    /// and did not finish there: the execution is as [`Execution::next_step`] would have left it
+    /// after admitting that attempt, its limits counted from `elapsed` before the clock's reading
+    /// now (one reading; none without limits). Report the attempt with [`Execution::complete`] or
+    /// [`Execution::complete_response`]. The attempt is not counted in the policy's metrics: a
+    /// binding admits on the word only while they are not counting. Fails with [`ConfigError`]
+    /// naming an invalid limit.
+    pub fn admitted(
+        policy: P,
+        config: ExecutionConfig,
+        permit: Permit,
+        elapsed: Duration,
+    ) -> Result<Self, ConfigError> {
+        let mut e = Self::new(policy, config)?;
+        let now = LazyNow::new(&**e.policy.breaker().clock());
+        let elapsed = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+        // Read only for a limit, as `next_step` does.
+        let start = || Instant::from_nanos(now.get().as_nanos().saturating_sub(elapsed));
+        e.run.started = true;
+        e.run.deadline = e.config.total_timeout.map(|t| start().saturating_add(t));
+        let deadline = match (e.config.attempt_timeout, e.run.deadline) {
+            (None, d) => d,
+            (Some(a), d) => {
+                let own = start().saturating_add(a);
+                Some(d.map_or(own, |d| d.min(own)))
+            }
+        };
+        e.run.call.count_admitted();
+        e.run.state = State::Attempting { permit, deadline };
+        Ok(e)
+    }
+
     /// The policy.
     pub fn policy(&self) -> &Policy {
         &self.policy

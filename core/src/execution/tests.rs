@@ -198,3 +198,51 @@ fn an_execution_dropped_unused_counts_no_give_up_and_a_cancelled_wait_does() {
         .sum();
     assert_eq!(cancelled, 1.0);
 }
+
+// A first attempt admitted on the breaker's word and reported later runs on as one admitted by
+// `next_step` at the same instant: the same limits, the same verdicts.
+#[test]
+fn an_attempt_admitted_on_the_word_runs_on_as_next_step_would() {
+    let config = ExecutionConfig::default();
+    let run = |on_word: bool| {
+        let clock = ManualClock::new();
+        let p = policy(&clock);
+        clock.advance(Duration::from_secs(7));
+        let mut e = if on_word {
+            let permit = p.breaker().allow().unwrap();
+            clock.advance(Duration::from_secs(55));
+            Execution::admitted(&p, config, permit, Duration::from_secs(55)).unwrap()
+        } else {
+            let mut e = Execution::new(&p, config).unwrap();
+            let first = e.next_step().unwrap();
+            assert!(
+                matches!(first, Step::Attempt(a) if a.number == 1 && a.time_limit == Some(DEFAULT_TOTAL_TIMEOUT))
+            );
+            clock.advance(Duration::from_secs(55));
+            e
+        };
+        assert_eq!(e.attempts(), 1);
+        // The failure trips the breaker (threshold 1): its 10 s open interval does not fit in
+        // the 5 s left of the total timeout.
+        let step = e.complete(Attempted::Raised(Outcome::Failure)).unwrap();
+        (step, p.breaker().snapshot().state)
+    };
+    let (slow, slow_state) = run(false);
+    let (fast, fast_state) = run(true);
+    assert!(
+        matches!(slow, Step::Finish(Verdict::GiveUp(g)) if g.reason == GiveUpReason::TotalTimeout && g.attempts == 1)
+    );
+    assert_eq!(fast, slow);
+    assert_eq!(fast_state, slow_state);
+}
+
+#[test]
+fn an_attempt_admitted_on_the_word_without_limits_reads_no_clock() {
+    let clock = ManualClock::new();
+    let p = policy(&clock);
+    let permit = p.breaker().allow().unwrap();
+    let mut e = Execution::admitted(&p, NO_LIMITS, permit, Duration::from_secs(5)).unwrap();
+    let done = e.complete(Attempted::Returned(Outcome::Success)).unwrap();
+    assert_eq!(done, Step::Finish(Verdict::Return { attempts: 1 }));
+    assert_eq!(clock.reads(), 0);
+}
