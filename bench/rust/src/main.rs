@@ -409,7 +409,7 @@ fn bench_holdoff(b: &mut Bench) {
         "bytes",
         s,
         format!(
-            "size_of::<Breaker>() = {} + heap after new() and one allow+record (counting allocator); clock shared, not counted",
+            "size_of::<Breaker>() = {} + heap after new() and one allow+record (counting allocator); clock shared, not counted; the default configuration shared with the other breakers built from it (a lone breaker with a configuration of its own adds its copy, about 150 bytes)",
             std::mem::size_of::<Breaker>()
         ),
     );
