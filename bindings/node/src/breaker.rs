@@ -9,12 +9,11 @@ use holdoff::{
     Breaker, Permit, Snapshot, StateChange, FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_VERSION,
 };
 use napi::bindgen_prelude::*;
-use napi::sys;
 use napi_derive::napi;
 
 use crate::clock::{clock_of, ClockBox};
 use crate::convert::{instant_ms, ms, set_ms};
-use crate::{codes, err, fleet, lock, opts};
+use crate::{codes, err, external, fleet, lock, opts};
 
 /// A breaker, the fleet it shares (owned: dropped, and so closed, with the handle) and the
 /// queue its listener fills for the JavaScript event emitter.
@@ -124,16 +123,6 @@ pub fn fast_path_layout() -> Vec<u32> {
     vec![FAST_PATH_VERSION, MASK as u32]
 }
 
-/// Frees the breaker the external buffer over its word kept alive.
-unsafe extern "C" fn release_word(
-    _env: sys::napi_env,
-    _data: *mut std::ffi::c_void,
-    hint: *mut std::ffi::c_void,
-) {
-    // SAFETY: `hint` is the box `breaker_fast_path_word` leaked for this buffer, freed once here.
-    drop(unsafe { Box::from_raw(hint.cast::<Arc<Breaker>>()) });
-}
-
 /// The breaker's fast-path word as an 8-byte external `ArrayBuffer` over the core's `AtomicU64`
 /// (read it with `Atomics.load` on a `Uint32Array`: little-endian, low half first), or `null`
 /// when the word cannot be shared in place: a big-endian platform, or a runtime that refuses
@@ -146,27 +135,16 @@ pub fn breaker_fast_path_word<'e>(env: &'e Env, h: &External<BreakerBox>) -> Res
         return Ok(None);
     }
     let word = h.breaker.fast_path_word().as_ptr();
-    let keep = Box::into_raw(Box::new(Arc::clone(&h.breaker)));
-    let mut value = std::ptr::null_mut();
-    // SAFETY: `word` points at 8 bytes that live as long as the breaker, which `keep` holds
-    // until the finalizer runs; JavaScript only reads them with atomic loads.
-    let status = unsafe {
-        sys::napi_create_external_arraybuffer(
-            env.raw(),
+    // SAFETY: `word` points at 8 bytes that live as long as the breaker, which the kept clone
+    // holds until the finalizer runs; JavaScript only reads them with atomic loads.
+    unsafe {
+        external::view(
+            env,
             word.cast(),
             std::mem::size_of::<u64>(),
-            Some(release_word),
-            keep.cast(),
-            &mut value,
+            Arc::clone(&h.breaker),
         )
-    };
-    if status != sys::Status::napi_ok {
-        // SAFETY: the finalizer was not registered, so `keep` is still ours.
-        drop(unsafe { Box::from_raw(keep) });
-        return Ok(None);
     }
-    // SAFETY: a value napi just created in this env.
-    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
 }
 
 /// The wait of the refusal `breaker_allow` just returned, in milliseconds; NaN when the

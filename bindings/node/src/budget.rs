@@ -7,12 +7,11 @@ use std::sync::{Arc, Mutex};
 use holdoff::interop::{Coded, DecisionKind, DecisionParts};
 use holdoff::{Decision, RetryBudget, RetryState};
 use napi::bindgen_prelude::*;
-use napi::sys;
 use napi_derive::napi;
 
 use crate::clock::{clock_of, ClockBox};
 use crate::convert::{instant_ms, ms, set_ms};
-use crate::{codes, err, lock, opts};
+use crate::{codes, err, external, lock, opts};
 
 /// A retry budget, and the two numbers of its last decision that `budget_decide` does not
 /// return (`[delayMs, serverDelayMs]` as f64 bits), which JavaScript reads in place.
@@ -174,53 +173,22 @@ pub fn retry_state_take(h: &External<BudgetBox>) -> External<RetryStateBox> {
     })
 }
 
-/// Frees the out buffer the external `ArrayBuffer` kept alive.
-unsafe extern "C" fn release_out(
-    _env: sys::napi_env,
-    _data: *mut std::ffi::c_void,
-    hint: *mut std::ffi::c_void,
-) {
-    // SAFETY: `hint` is the box `budget_out` leaked for this buffer, freed once here.
-    drop(unsafe { Box::from_raw(hint.cast::<Arc<[AtomicU64; 2]>>()) });
-}
-
 /// The budget's out buffer (`budget_decide_code`) as a 16-byte external `ArrayBuffer`, to view as
 /// a `Float64Array` (`[delayMs, serverDelayMs]`), or `null` when the runtime refuses external
 /// buffers (the caller then uses `budget_decide`). Call once per budget object.
 #[napi(catch_unwind)]
 pub fn budget_out<'e>(env: &'e Env, h: &External<BudgetBox>) -> Result<Option<Unknown<'e>>> {
     let data = h.out.as_ptr();
-    let keep = Box::into_raw(Box::new(Arc::clone(&h.out)));
-    let mut value = std::ptr::null_mut();
-    // SAFETY: `data` points at 16 bytes that live as long as the Arc `keep` holds until the
-    // finalizer runs; JavaScript only reads them, on this thread, between native calls.
-    let status = unsafe {
-        sys::napi_create_external_arraybuffer(
-            env.raw(),
+    // SAFETY: `data` points at 16 bytes that live as long as the kept Arc, until the finalizer
+    // runs; JavaScript only reads them, on this thread, between native calls.
+    unsafe {
+        external::view(
+            env,
             data.cast_mut().cast(),
             std::mem::size_of::<[AtomicU64; 2]>(),
-            Some(release_out),
-            keep.cast(),
-            &mut value,
+            Arc::clone(&h.out),
         )
-    };
-    if status != sys::Status::napi_ok {
-        // SAFETY: the finalizer was not registered, so `keep` is still ours.
-        drop(unsafe { Box::from_raw(keep) });
-        return Ok(None);
     }
-    // SAFETY: a value napi just created in this env.
-    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
-}
-
-/// Frees the episode flag the external `ArrayBuffer` kept alive.
-unsafe extern "C" fn release_episode(
-    _env: sys::napi_env,
-    _data: *mut std::ffi::c_void,
-    hint: *mut std::ffi::c_void,
-) {
-    // SAFETY: `hint` is the box `budget_episode_flag` leaked for this buffer, freed once here.
-    drop(unsafe { Box::from_raw(hint.cast::<Arc<AtomicU32>>()) });
 }
 
 /// The budget's episode flag (`BudgetBox::episode`: 1 while a rate-limit episode is under way,
@@ -232,27 +200,16 @@ unsafe extern "C" fn release_episode(
 pub fn budget_episode_flag<'e>(env: &'e Env, h: &External<BudgetBox>) -> Result<Option<Unknown<'e>>> {
     note_episode(&h.episode, &h.budget);
     let data = h.episode.as_ptr();
-    let keep = Box::into_raw(Box::new(Arc::clone(&h.episode)));
-    let mut value = std::ptr::null_mut();
-    // SAFETY: `data` points at 4 bytes that live as long as the Arc `keep` holds until the
-    // finalizer runs; JavaScript only reads them.
-    let status = unsafe {
-        sys::napi_create_external_arraybuffer(
-            env.raw(),
+    // SAFETY: `data` points at 4 bytes that live as long as the kept Arc, until the finalizer
+    // runs; JavaScript only reads them.
+    unsafe {
+        external::view(
+            env,
             data.cast(),
             std::mem::size_of::<AtomicU32>(),
-            Some(release_episode),
-            keep.cast(),
-            &mut value,
+            Arc::clone(&h.episode),
         )
-    };
-    if status != sys::Status::napi_ok {
-        // SAFETY: the finalizer was not registered, so `keep` is still ours.
-        drop(unsafe { Box::from_raw(keep) });
-        return Ok(None);
     }
-    // SAFETY: a value napi just created in this env.
-    Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value) }))
 }
 
 /// When the current rate-limit episode started (ms on the budget's clock), or `null`.

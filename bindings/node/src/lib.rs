@@ -42,6 +42,7 @@ pub mod codes;
 mod convert;
 mod err;
 pub mod execution;
+mod external;
 pub mod fleet;
 pub mod group;
 pub mod http;
