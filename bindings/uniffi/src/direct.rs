@@ -23,7 +23,7 @@
 //! and read with [`holdoff_uniffi_direct_spilled`].
 
 use std::cell::Cell;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use holdoff::interop::RawPermit;
@@ -176,19 +176,6 @@ pub extern "system" fn Java_dev_holdoff_DirectJni_version(_env: *mut c_void, _cl
     DIRECT_VERSION
 }
 
-/// One native method for `RegisterNatives`: name and signature NUL-terminated.
-#[repr(C)]
-struct JniNativeMethod {
-    name: *const c_char,
-    signature: *const c_char,
-    function: *mut c_void,
-}
-
-// Slots of the JNI function table (`JNINativeInterface_` in the JDK's jni.h), fixed since JNI 1.1.
-const JNI_FIND_CLASS: usize = 6;
-const JNI_EXCEPTION_CLEAR: usize = 17;
-const JNI_REGISTER_NATIVES: usize = 215;
-
 /// Binds `dev.holdoff.DirectJni`'s native methods (`allow`, `spilled`, `version`) to the JNI
 /// entry points above, in this copy of the library: called through JNA with the caller's
 /// `JNIEnv` (JNA's `JNIEnv.CURRENT`), so JNI needs no `System.load` (which needs the library's
@@ -200,44 +187,42 @@ const JNI_REGISTER_NATIVES: usize = 215;
 /// `env` must be NULL or the calling thread's `JNIEnv` pointer.
 #[no_mangle]
 pub unsafe extern "C" fn holdoff_uniffi_direct_register_jni(env: *mut c_void) -> i32 {
-    type FindClass = unsafe extern "system" fn(*mut c_void, *const c_char) -> *mut c_void;
-    type ExceptionClear = unsafe extern "system" fn(*mut c_void);
-    type RegisterNatives =
-        unsafe extern "system" fn(*mut c_void, *mut c_void, *const JniNativeMethod, i32) -> i32;
+    let env = env.cast::<jni_sys::JNIEnv>();
     if env.is_null() {
         return -1;
     }
-    // SAFETY: a JNIEnv points to a pointer to the JVM's function table, whose slots hold the
-    // functions of the types above (jni.h).
+    let method = |name: &'static CStr, signature: &'static CStr, function: *mut c_void| {
+        jni_sys::JNINativeMethod {
+            // The JVM only reads them (jni.h declares them `char *` for C's sake).
+            name: name.as_ptr().cast_mut(),
+            signature: signature.as_ptr().cast_mut(),
+            fnPtr: function,
+        }
+    };
+    let methods = [
+        method(c"allow", c"(J)J", Java_dev_holdoff_DirectJni_allow as *mut c_void),
+        method(
+            c"spilled",
+            c"(J)I",
+            Java_dev_holdoff_DirectJni_spilled as *mut c_void,
+        ),
+        method(
+            c"version",
+            c"()I",
+            Java_dev_holdoff_DirectJni_version as *mut c_void,
+        ),
+    ];
+    // SAFETY: `env` is the calling thread's JNIEnv (the caller's contract), which points to the
+    // JVM's function table; FindClass, ExceptionClear and RegisterNatives are JNI 1.1 functions.
     unsafe {
-        let table = *(env as *const *const *const c_void);
-        let find_class: FindClass = std::mem::transmute(*table.add(JNI_FIND_CLASS));
-        let exception_clear: ExceptionClear = std::mem::transmute(*table.add(JNI_EXCEPTION_CLEAR));
-        let register: RegisterNatives = std::mem::transmute(*table.add(JNI_REGISTER_NATIVES));
-        let class = find_class(env, c"dev/holdoff/DirectJni".as_ptr());
+        let table = &(**env).v1_1;
+        let class = (table.FindClass)(env, c"dev/holdoff/DirectJni".as_ptr());
         if class.is_null() {
-            exception_clear(env);
+            (table.ExceptionClear)(env);
             return -1;
         }
-        let methods = [
-            JniNativeMethod {
-                name: c"allow".as_ptr(),
-                signature: c"(J)J".as_ptr(),
-                function: Java_dev_holdoff_DirectJni_allow as *mut c_void,
-            },
-            JniNativeMethod {
-                name: c"spilled".as_ptr(),
-                signature: c"(J)I".as_ptr(),
-                function: Java_dev_holdoff_DirectJni_spilled as *mut c_void,
-            },
-            JniNativeMethod {
-                name: c"version".as_ptr(),
-                signature: c"()I".as_ptr(),
-                function: Java_dev_holdoff_DirectJni_version as *mut c_void,
-            },
-        ];
-        if register(env, class, methods.as_ptr(), methods.len() as i32) != 0 {
-            exception_clear(env);
+        if (table.RegisterNatives)(env, class, methods.as_ptr(), methods.len() as i32) != 0 {
+            (table.ExceptionClear)(env);
             return -1;
         }
     }
