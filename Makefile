@@ -109,13 +109,13 @@ dist-python:
 dist-node:
 	bash bindings/node/run.sh dist
 
-## dist-rust: dist/rust/, the crates holdoff, holdoff-tokio and holdoff-cli as `cargo package`
+## dist-rust: dist/rust/, the crates holdoff, holdoff-tokio, holdoff-otel and holdoff-cli as `cargo package`
 ## writes them (.crate files; scripts/dist-check/rust.sh runs the publish dry runs and builds them).
 .PHONY: dist-rust
 dist-rust:
-	cargo package --quiet --allow-dirty --no-verify -p holdoff -p holdoff-tokio -p holdoff-cli
+	cargo package --quiet --allow-dirty --no-verify -p holdoff -p holdoff-tokio -p holdoff-otel -p holdoff-cli
 	@mkdir -p dist/rust && v=$$(sed -nE 's/^version = "([^"]+)"/\1/p' Cargo.toml | head -n1) && \
-	  for c in holdoff holdoff-tokio holdoff-cli; do cp "$(CARGO_TARGET_DIR)/package/$$c-$$v.crate" dist/rust/; done && \
+	  for c in holdoff holdoff-tokio holdoff-otel holdoff-cli; do cp "$(CARGO_TARGET_DIR)/package/$$c-$$v.crate" dist/rust/; done && \
 	  ls -l dist/rust
 
 ## dist-kotlin: dist/maven/, a Maven file repository holding dev.holdoff:holdoff, a jar carrying
