@@ -798,3 +798,38 @@ fn binding_fast_success_never_hides_a_trip() {
         );
     });
 }
+
+/// A binding's admission attempt on the refusal block (docs/ffi.md "The refusal block") at the
+/// reading `now_ns`, falling back to the library as a binding does: the permit, or the
+/// refusal's state and wait.
+fn binding_allow(b: &Breaker, now_ns: u64) -> Result<Permit, (State, Option<Duration>)> {
+    match holdoff::breaker::refuse_on_block(b.fast_path_word(), &b.refusal_cells(), || now_ns) {
+        Some(r) => Err((r.state, r.retry_after)),
+        None => b.allow().map_err(|r| (r.state, r.retry_after)),
+    }
+}
+
+/// At the due time a binding refusing on the block races the library admitting the probe
+/// (which re-arms the window and publishes a new deadline): exactly one probe, and the other
+/// call is refused half-open with the full interval, counted once, whichever path refused it.
+#[test]
+fn binding_refusal_agrees_with_the_library() {
+    model(|| {
+        let (b, clock) = breaker(1, 1, 1);
+        trip(&b, 1);
+        clock.set(Instant::from_millis(60_000)).unwrap();
+        let b1 = Arc::clone(&b);
+        let binding = thread::spawn(move || binding_allow(&b1, 60_000_000_000));
+        let b2 = Arc::clone(&b);
+        let library = thread::spawn(move || b2.allow().map_err(|r| (r.state, r.retry_after)));
+        let (probe, refusal) = match (binding.join().unwrap(), library.join().unwrap()) {
+            (Ok(p), Err(r)) | (Err(r), Ok(p)) => (p, r),
+            (x, y) => panic!("one probe and one refusal, got {:?} and {:?}", x.err(), y.err()),
+        };
+        assert!(probe.is_probe());
+        assert_eq!(refusal, (State::HalfOpen, Some(INTERVAL)));
+        assert_eq!(b.snapshot().refusals, 1);
+        assert_eq!(b.record(probe, Outcome::Success), Ok(Effect::Counted));
+        assert_eq!(b.snapshot().state, State::Closed);
+    });
+}

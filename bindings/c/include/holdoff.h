@@ -95,6 +95,13 @@
 #define HOLDOFF_FAST_PATH_ADMIT_MASK 15
 
 /**
+ * The layout and protocol version of the refusal block `holdoff_breaker_refusal_path`
+ * describes. A caller built for another version must not use the block (and calls
+ * `holdoff_breaker_allow` instead).
+ */
+#define HOLDOFF_REFUSAL_PATH_VERSION 1
+
+/**
  * `holdoff_metric_sample.attribute` of a metric that has no attribute of its own.
  */
 #define HOLDOFF_METRIC_NO_ATTRIBUTE UINT32_MAX
@@ -1395,6 +1402,52 @@ typedef struct holdoff_fast_path {
 } holdoff_fast_path;
 
 /**
+ * Where a breaker's refusal block is: what a refusal of an open breaker reads and writes, so a
+ * caller can refuse without calling into the library (docs/ffi.md "The refusal block").
+ *
+ * The block starts at the fast-path word: `refuse_until` is at byte offset 8 from `word`,
+ * `refusals` at 16 and `seq` at 24 (the pointers are given as well). Every cell is read with an
+ * atomic load (acquire or stronger); the caller writes nothing but an atomic add of 1 to
+ * `*refusals` for each refusal it makes.
+ *
+ * Protocol (version 1), `now` being nanoseconds on the breaker's clock and never earlier than
+ * the clock would read:
+ * 1. `s = load(seq)`, then `w = load(word)`; if `(w & counting_mask) != 0` call the library.
+ * 2. State `w & 7`: forced open (3): refused with no retry-after. Open (1) or half-open (2):
+ *    `until = load(refuse_until)`; if `s` is odd, `until == 0` or `load(seq) != s`, call the
+ *    library; else if `now >= until` call the library; else refused, retry after
+ *    `until - now` ns. Any other state: call the library.
+ * 3. A refusal adds 1 to `*refusals` and carries the state and the episode `(uint32_t)(w >> 32)`.
+ */
+typedef struct holdoff_refusal_path {
+    /**
+     * The fast-path word (as `holdoff_fast_path.word`); the block's start.
+     */
+    const uint64_t *word;
+    /**
+     * The refusal deadline, nanoseconds on the breaker's clock; 0 when a refusal needs the
+     * library.
+     */
+    const uint64_t *refuse_until;
+    /**
+     * The breaker's refusal count (its snapshot's `refusals`): add 1 atomically per refusal.
+     */
+    uint64_t *refusals;
+    /**
+     * The sequence counter: odd while the library changes the word's state or the deadline.
+     */
+    const uint32_t *seq;
+    /**
+     * The word's bits that send every refusal to the library when set (the counting flag).
+     */
+    uint64_t counting_mask;
+    /**
+     * `HOLDOFF_REFUSAL_PATH_VERSION` as the library sees it: use the block only if it matches.
+     */
+    uint32_t version;
+} holdoff_refusal_path;
+
+/**
  * What one `holdoff_breaker_sync_fleet` did.
  */
 typedef struct holdoff_fleet_sync {
@@ -2277,6 +2330,18 @@ const char *holdoff_limit_name(uint32_t limit);
  */
 holdoff_status holdoff_breaker_fast_path(const struct holdoff_breaker *breaker,
                                          struct holdoff_fast_path *out);
+
+/**
+ * Writes where `breaker`'s refusal block is to `*out`. Its addresses are fixed for the
+ * breaker's life and valid as long as the fast-path word's (see `holdoff_breaker_fast_path`).
+ *
+ * Errors: `HOLDOFF_STATUS_NULL_PARAMETER` (`breaker`, `out`).
+ *
+ * # Safety
+ * `breaker` must be NULL or a live breaker handle; `out` NULL or valid for a write.
+ */
+holdoff_status holdoff_breaker_refusal_path(const struct holdoff_breaker *breaker,
+                                            struct holdoff_refusal_path *out);
 
 /**
  * Ticks the breaker's fleet now: sends what the breaker queued (a trip, a retry-later, a

@@ -82,6 +82,10 @@ use std::time::Duration;
 pub use config::{BreakerConfig, MAX_PROBES};
 pub use events::{Listener, StateChange, EVENT_QUEUE_CAPACITY};
 pub use permit::Permit;
+pub use refusal::{
+    refuse_on_block, BlockRefusal, RefusalCells, REFUSAL_BLOCK_REFUSALS, REFUSAL_BLOCK_REFUSE_UNTIL,
+    REFUSAL_BLOCK_SEQ, REFUSAL_PATH_VERSION,
+};
 pub use word::{
     fast_admit, fast_success, FAST_PATH_COUNTING, FAST_PATH_STATE_MASK, FAST_PATH_TIMED, FAST_PATH_VERSION,
 };
@@ -292,6 +296,10 @@ impl Inner {
 
 /// A circuit breaker for one upstream. `Send + Sync`: share it (behind an `Arc`) between every
 /// thread that calls that upstream.
+// `repr(C)` for the refusal block (docs/ffi.md "The refusal block"): the first five fields are
+// the block a binding reads in place, at the offsets `REFUSAL_BLOCK_*` name (word 0,
+// refuse_until 8, refusals 16, seq 24, id 28); the fields after it are the core's own.
+#[repr(C)]
 pub struct Breaker {
     word: AtomicU64,
     // Nanoseconds on this breaker's clock before which an open or half-open breaker refuses
@@ -444,12 +452,21 @@ impl Breaker {
     /// into the cold branch.
     #[inline]
     fn allow_with(&self, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
-        let r = match self.allow_fast() {
+        /// The slow path, counted. Out of line so that `allow` stays small enough to inline.
+        #[cold]
+        #[inline(never)]
+        fn slow(b: &Breaker, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
+            let r = b.allow_slow(now);
+            b.count_allow(r.is_ok());
+            r
+        }
+        // Nothing here reads the result once the two arms meet (the fast arm counts itself in
+        // `allow_fast`), so a caller's match on it is decided in each arm and the fast arm's
+        // permit stays in registers; only the slow arm's answer comes back through memory.
+        match self.allow_fast() {
             Some(permit) => Ok(permit),
-            None => self.allow_slow(now),
-        };
-        self.count_allow(r.is_ok());
-        r
+            None => slow(self, now),
+        }
     }
 
     /// Reports the outcome of a call admitted by [`Breaker::allow`].
@@ -481,16 +498,25 @@ impl Breaker {
         outcome: Outcome,
         now: Option<&LazyNow<'_>>,
     ) -> Result<Effect, PermitError> {
+        /// The slow path, counted; out of line as in `allow_with`.
+        #[cold]
+        #[inline(never)]
+        fn slow(b: &Breaker, permit: &Permit, outcome: Outcome, now: Option<&LazyNow<'_>>) -> Effect {
+            let effect = b.record_slow(permit, outcome, now);
+            b.count_record(&outcome, effect);
+            effect
+        }
         if permit.breaker != self.id {
             return Err(PermitError::Foreign);
         }
-        let effect = if self.record_fast(&permit, outcome) {
-            Effect::Counted
-        } else {
-            self.record_slow(&permit, outcome, now)
-        };
-        self.count_record(&outcome, effect);
-        Ok(effect)
+        if self.record_fast(&permit, outcome) {
+            return Ok(Effect::Counted);
+        }
+        // The slow path gets a copy: lending it the permit's own place would keep the permit in
+        // memory on the fast path too, built there by narrow stores and read back by wider loads
+        // (a store-forwarding stall that made this call several times slower).
+        let permit = Permit { ..permit };
+        Ok(slow(self, &permit, outcome, now))
     }
 
     #[cold]

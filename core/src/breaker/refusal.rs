@@ -21,6 +21,7 @@
 use std::collections::VecDeque;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 #[cfg(not(loom))]
 pub(super) use std::sync::atomic::AtomicU32 as SeqCounter;
@@ -28,12 +29,90 @@ pub(super) use std::sync::atomic::AtomicU32 as SeqCounter;
 #[cfg(loom)]
 pub(super) use loom::sync::atomic::AtomicU32 as SeqCounter;
 
-use super::word::word_episode;
+use super::word::{word_episode, FAST_PATH_COUNTING};
 use super::{Breaker, BreakerConfig, Inner, Refusal, State};
 use crate::backoff::Prng;
 use crate::clock::{Instant, LazyNow};
-use crate::sync::MutexGuard;
+use crate::sync::{AtomicU64, MutexGuard};
 use crate::trip::TripWindow;
+
+/// Version of the refusal block's layout and of the refusal protocol below (docs/ffi.md "The
+/// refusal block"); bumped whenever either changes.
+pub const REFUSAL_PATH_VERSION: u32 = 1;
+/// Byte offset, from the fast-path word's address, of the refusal deadline (`u64`, nanoseconds
+/// on the breaker's clock; 0: a refusal needs the library).
+pub const REFUSAL_BLOCK_REFUSE_UNTIL: usize = 8;
+/// Byte offset, from the word's address, of the refusal count (`u64`, added to atomically by
+/// every refusal, the library's and a binding's).
+pub const REFUSAL_BLOCK_REFUSALS: usize = 16;
+/// Byte offset, from the word's address, of the sequence counter (`u32`, odd while the library
+/// changes the word's state or the deadline).
+pub const REFUSAL_BLOCK_SEQ: usize = 24;
+
+/// The cells of a breaker's refusal block besides the word ([`Breaker::fast_path_word`]), at
+/// the offsets `REFUSAL_BLOCK_*` give from it; their addresses are fixed for the breaker's life.
+pub struct RefusalCells<'a> {
+    /// The refusal deadline: read only.
+    pub refuse_until: &'a AtomicU64,
+    /// The refusal count: a binding's refusal adds 1 (relaxed is enough: it orders nothing).
+    pub refusals: &'a AtomicU64,
+    /// The sequence counter: read only.
+    pub seq: &'a SeqCounter,
+}
+
+/// A refusal decided on the refusal block alone, already counted in its refusal count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockRefusal {
+    /// Open, half-open or forced open.
+    pub state: State,
+    /// The episode the word carried.
+    pub episode: u32,
+    /// The time until the deadline (`None` while forced open): never longer than the library
+    /// would have said at the same instant, when `now` is never earlier than the clock.
+    pub retry_after: Option<Duration>,
+}
+
+/// The refusal protocol a binding runs on a breaker's block (docs/ffi.md "The refusal block"),
+/// written once here for the model checker and as the reference for each binding's copy.
+///
+/// `now` is called at most once, only for an open or half-open breaker, and must give
+/// nanoseconds on the breaker's own clock, never earlier than that clock's reading at the call
+/// (a later one only makes a refusal fall back to the library sooner, or its wait shorter).
+/// `None`: call the library's allow, which decides (and counts) as it always does.
+pub fn refuse_on_block(
+    word: &AtomicU64,
+    cells: &RefusalCells<'_>,
+    now: impl FnOnce() -> u64,
+) -> Option<BlockRefusal> {
+    let s = cells.seq.load(Ordering::SeqCst);
+    let w = word.load(Ordering::Acquire);
+    // Counting metrics: the library counts every refusal in them too.
+    if w & FAST_PATH_COUNTING != 0 {
+        return None;
+    }
+    let state = State::from_bits(w);
+    let retry_after = match state {
+        State::ForcedOpen => None,
+        State::Open | State::HalfOpen => {
+            let until = cells.refuse_until.load(Ordering::SeqCst);
+            if s & 1 != 0 || until == 0 || cells.seq.load(Ordering::SeqCst) != s {
+                return None;
+            }
+            let t = now();
+            if t >= until {
+                return None;
+            }
+            Some(Duration::from_nanos(until - t))
+        }
+        State::Closed | State::Disabled => return None,
+    };
+    cells.refusals.fetch_add(1, Ordering::Relaxed);
+    Some(BlockRefusal {
+        state,
+        episode: word_episode(w),
+        retry_after,
+    })
+}
 
 /// The breaker's lock, held for a change: derefs to the locked state, made on first use.
 /// Dropping it publishes the refusal deadline and ends the sequence counter's odd stretch.
@@ -192,6 +271,16 @@ impl Breaker {
         })
     }
 
+    /// The refusal block's cells besides the word, for bindings that refuse in place
+    /// (docs/ffi.md "The refusal block"; [`refuse_on_block`] is the protocol).
+    pub fn refusal_cells(&self) -> RefusalCells<'_> {
+        RefusalCells {
+            refuse_until: &self.refuse_until,
+            refusals: &self.refusals,
+            seq: &self.seq,
+        }
+    }
+
     /// Counts a refusal decided under the lock.
     pub(super) fn count_refusal(&self) {
         self.refusals.fetch_add(1, Ordering::Relaxed);
@@ -222,14 +311,87 @@ mod tests {
         assert!(b.peek().is_some(), "a failure takes the lock and makes the state");
     }
 
-    // What a closed, idle breaker holds (the configuration and the clock are shared): the word,
-    // the refusal deadline and count, the lock's sequence, its id, clock, configuration and seed,
-    // the lock with its lazily made state (16 bytes), and the lazily made metrics block (a
-    // `OnceLock`, 16 bytes).
+    // What a closed, idle breaker holds (the configuration and the clock are shared): the
+    // refusal block (the word, the refusal deadline and count, the lock's sequence and the id:
+    // 32 bytes, `repr(C)` at the start), its clock, configuration and seed, the lock with its
+    // lazily made state (16 bytes), and the lazily made metrics block. The block's fixed order
+    // must cost no padding: tests/footprint.rs pins the exact size.
     #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
     #[test]
-    fn an_idle_breaker_is_ninety_six_bytes() {
-        assert_eq!(std::mem::size_of::<Breaker>(), 96);
+    fn an_idle_breaker_is_at_most_ninety_six_bytes() {
+        assert!(std::mem::size_of::<Breaker>() <= 96);
+    }
+
+    // The refusal block's layout is part of the C ABI (docs/ffi.md "The refusal block").
+    #[cfg(not(loom))]
+    #[test]
+    fn the_refusal_block_is_at_its_published_offsets() {
+        use crate::breaker::{REFUSAL_BLOCK_REFUSALS, REFUSAL_BLOCK_REFUSE_UNTIL, REFUSAL_BLOCK_SEQ};
+        use std::mem::offset_of;
+        assert_eq!(offset_of!(Breaker, word), 0);
+        assert_eq!(offset_of!(Breaker, refuse_until), REFUSAL_BLOCK_REFUSE_UNTIL);
+        assert_eq!(offset_of!(Breaker, refusals), REFUSAL_BLOCK_REFUSALS);
+        assert_eq!(offset_of!(Breaker, seq), REFUSAL_BLOCK_SEQ);
+        assert_eq!(offset_of!(Breaker, id), 28);
+        let (b, _) = incident_one();
+        let base = b.fast_path_word().as_ptr() as usize;
+        let c = b.refusal_cells();
+        assert_eq!(
+            c.refuse_until.as_ptr() as usize - base,
+            REFUSAL_BLOCK_REFUSE_UNTIL
+        );
+        assert_eq!(c.refusals.as_ptr() as usize - base, REFUSAL_BLOCK_REFUSALS);
+        assert_eq!(c.seq.as_ptr() as usize - base, REFUSAL_BLOCK_SEQ);
+    }
+
+    #[test]
+    fn a_refusal_on_the_block_agrees_with_the_library() {
+        use crate::breaker::{refuse_on_block, BlockRefusal};
+        let (b, clock) = incident_one();
+        let on_block = |at: u64| {
+            let mut reads = 0;
+            let r = refuse_on_block(b.fast_path_word(), &b.refusal_cells(), || {
+                reads += 1;
+                at
+            });
+            assert!(reads <= 1);
+            r
+        };
+        assert_eq!(on_block(0), None, "closed: the library admits");
+        fail(&b, 5);
+        let deadline = 60_000_000_000;
+        assert_eq!(
+            on_block(59_000_000_000),
+            Some(BlockRefusal {
+                state: State::Open,
+                episode: 1,
+                retry_after: Some(Duration::from_secs(1))
+            })
+        );
+        assert_eq!(b.snapshot().refusals, 1, "counted where the library counts");
+        assert_eq!(on_block(deadline), None, "at the deadline a probe may be due");
+        clock.set(Instant::from_millis(59_500)).unwrap();
+        let r = b.allow().unwrap_err();
+        assert_eq!(r.retry_after, Some(Duration::from_millis(500)));
+        assert_eq!(b.snapshot().refusals, 2);
+        b.force_open();
+        assert_eq!(
+            on_block(0),
+            Some(BlockRefusal {
+                state: State::ForcedOpen,
+                episode: 2,
+                retry_after: None
+            })
+        );
+        b.reset();
+        b.metrics(&mut Vec::new());
+        b.force_open();
+        assert_eq!(
+            on_block(0),
+            None,
+            "counting metrics: the library refuses and counts"
+        );
+        assert_eq!(b.snapshot().refusals, 3);
     }
 
     #[test]

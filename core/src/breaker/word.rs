@@ -96,23 +96,35 @@ impl Breaker {
         self.word.fetch_or(FAST_PATH_COUNTING, Ordering::AcqRel);
     }
 
-    /// `allow`'s closed arm: while closed or disabled, a call is admitted on one atomic load.
-    /// `None` when admission needs the lock (open, half-open, forced open).
+    /// `allow`'s closed arm: while closed or disabled, a call is admitted on one atomic load,
+    /// and counted for the metric model when the word says it is counting. `None` when
+    /// admission needs the lock (open, half-open, forced open); the caller counts that one.
     #[inline]
     pub(super) fn allow_fast(&self) -> Option<Permit> {
         let w = self.word.load(Ordering::Acquire);
         match State::from_bits(w) {
-            State::Closed | State::Disabled => Some(Permit {
-                breaker: self.id,
-                episode: word_episode(w),
-                probe: 0,
-            }),
+            State::Closed | State::Disabled => {
+                // The flag, not the counter block, decides: it is in the word already loaded,
+                // so a breaker nobody reads the metrics of pays no second load. The block is
+                // made before the flag is set (a read-modify-write on this word, which this
+                // acquire load follows), so a set flag finds it.
+                if w & FAST_PATH_COUNTING != 0 {
+                    self.count_allow(true);
+                }
+                Some(Permit {
+                    breaker: self.id,
+                    episode: word_episode(w),
+                    probe: 0,
+                })
+            }
             _ => None,
         }
     }
 
     /// The closed path of a success or an answer under the consecutive policy: one atomic load
-    /// (and a compare-and-swap only when there were failures to forget). True when done.
+    /// (and a compare-and-swap only when there were failures to forget). True when done, the
+    /// outcome counted as [`Effect::Counted`] for the metric model when the word says it is
+    /// counting; false when the outcome needs the lock (the caller records and counts it).
     #[inline]
     pub(super) fn record_fast(&self, permit: &Permit, outcome: Outcome) -> bool {
         if matches!(outcome, Outcome::Success | Outcome::Answer) {
@@ -122,8 +134,13 @@ impl Breaker {
             if w & (STATE_MASK | FAST_PATH_TIMED) == 0
                 && word_episode(w) == permit.episode
                 && permit.probe == 0
+                && (word_failures(w) == 0 || self.reset_failures(w, permit.episode))
             {
-                return word_failures(w) == 0 || self.reset_failures(w, permit.episode);
+                // As in `allow_fast`: the flag in the word already loaded decides.
+                if w & FAST_PATH_COUNTING != 0 {
+                    self.count_record(&outcome, Effect::Counted);
+                }
+                return true;
             }
         }
         false
