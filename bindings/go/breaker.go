@@ -237,18 +237,52 @@ func readFastAdmitMask() uint64 {
 	if C.holdoff_breaker_fast_path(b, &fp) != C.HOLDOFF_STATUS_OK || fp.version != fastPathVersion {
 		return 0
 	}
+	refusalCounting = readRefusalPath(b, fp.word)
 	return uint64(fp.admit_mask)
 }
 
+// The refusal protocol this package implements (docs/ffi.md "The refusal block"), and the
+// block's cells as byte offsets from the fast-path word.
+const (
+	refusalPathVersion = 1
+	refuseUntilOffset  = 8
+	refusalsOffset     = 16
+	refusalSeqOffset   = 24
+)
+
+// refusalCounting is the library's counting mask for the refusal protocol, 0 when breakers
+// never refuse in place (a library speaking another version or another layout, or a platform
+// whose monotonic clock may not be the library's).
+var refusalCounting uint64
+
+// readRefusalPath is the counting mask of b's refusal block, or 0 unless the library speaks
+// this version with the block at the offsets above, on Linux (where Go's monotonic readings
+// and the library's system clock both read CLOCK_MONOTONIC).
+func readRefusalPath(b *C.holdoff_breaker, word *C.uint64_t) uint64 {
+	var rp C.holdoff_refusal_path
+	if runtime.GOOS != "linux" || C.holdoff_breaker_refusal_path(b, &rp) != C.HOLDOFF_STATUS_OK ||
+		rp.version != refusalPathVersion || rp.word != word || rp.counting_mask == 0 {
+		return 0
+	}
+	base := uintptr(unsafe.Pointer(word))
+	if uintptr(unsafe.Pointer(rp.refuse_until)) != base+refuseUntilOffset ||
+		uintptr(unsafe.Pointer(rp.refusals)) != base+refusalsOffset ||
+		uintptr(unsafe.Pointer(rp.seq)) != base+refusalSeqOffset {
+		return 0
+	}
+	return uint64(rp.counting_mask)
+}
+
 // wrapBreaker owns p; fast says whether its calls may use the fast-path word (not a fleet's
-// breaker: its Close must free it at once, which joins the fleet's thread).
-func wrapBreaker(p *C.holdoff_breaker, fast bool) *Breaker {
+// breaker: its Close must free it at once, which joins the fleet's thread), and sharedClock
+// whether p reads breakerClock, so that it may refuse in place (see refuse).
+func wrapBreaker(p *C.holdoff_breaker, fast, sharedClock bool) *Breaker {
 	b := &Breaker{}
 	var fp C.holdoff_fast_path
 	if fast && fastAdmitMask != 0 && C.holdoff_breaker_fast_path(p, &fp) == C.HOLDOFF_STATUS_OK &&
 		fp.version == fastPathVersion && uint64(fp.admit_mask) == fastAdmitMask && fp.word != nil {
 		b.word = (*uint64)(unsafe.Pointer(fp.word))
-		b.h.init(p, uint32(fp.breaker))
+		b.h.initMarked(p, uint32(fp.breaker), sharedClock && refusalCounting != 0)
 	} else {
 		b.h.init(p, 0)
 	}
@@ -314,6 +348,62 @@ func (b *Breaker) fastSuccess(p *Permit) bool {
 	w := atomic.LoadUint64(b.word)
 	runtime.KeepAlive(b)
 	return w == uint64(p.c.raw_episode)<<32 && p.markRecorded()
+}
+
+// refusesInPlace is the handle mark of a breaker that refuses in place: it has a fast-path
+// word and reads breakerClock, whose readings nowOnBreakerClock maps Go's onto.
+const refusesInPlace = handleMark
+
+// refuse refuses a call on the breaker's refusal block alone, as the library would have
+// (docs/ffi.md "The refusal block"; the core's refuse_on_block is the reference): forced open,
+// or open or half-open before the published deadline, with its metrics not counting. It
+// writes the refusal to r and counts it in the block, so the snapshot's Refusals include it.
+// False: ask the library.
+func (b *Breaker) refuse(r *inPlaceRefusal) bool {
+	s := b.h.state.Load()
+	if s&(handleClosed|handlePinned|refusesInPlace) != handlePinned|refusesInPlace {
+		return false
+	}
+	// The early returns need no KeepAlive: on false the caller goes on with b.
+	base := unsafe.Pointer(b.word)
+	seq := (*uint32)(unsafe.Add(base, refusalSeqOffset))
+	q := atomic.LoadUint32(seq)
+	w := atomic.LoadUint64(b.word)
+	*r = inPlaceRefusal{state: State(w & 7), episode: uint32(w >> 32)}
+	switch {
+	case w&refusalCounting != 0:
+		return false
+	case r.state == ForcedOpen:
+	case r.state == Open || r.state == HalfOpen:
+		until := atomic.LoadUint64((*uint64)(unsafe.Add(base, refuseUntilOffset)))
+		if q&1 != 0 || until == 0 || atomic.LoadUint32(seq) != q {
+			return false
+		}
+		now := nowOnBreakerClock()
+		if now >= until {
+			return false
+		}
+		r.wait = time.Duration(until - now)
+	default:
+		return false
+	}
+	atomic.AddUint64((*uint64)(unsafe.Add(base, refusalsOffset)), 1)
+	runtime.KeepAlive(b)
+	return true
+}
+
+// inPlaceRefusal is a refusal refuse decided: wait is the time to the deadline (none while
+// forced open).
+type inPlaceRefusal struct {
+	wait    time.Duration
+	state   State
+	episode uint32
+}
+
+// err is the *BreakerOpenError the library would have returned.
+func (r *inPlaceRefusal) err() *BreakerOpenError {
+	return &BreakerOpenError{Unavailable: Unavailable{Reason: BreakerOpenReason, RetryAfter: r.wait,
+		HasRetryAfter: r.state != ForcedOpen}, State: r.state, Episode: r.episode}
 }
 
 // fastRecordable is what Record and Do may record on the word: a success (with a delay the
@@ -410,7 +500,8 @@ func (b *Breaker) Allow() (p *Permit, err error) {
 	return p, err
 }
 
-// admit writes a permit to c, admitted on the word when it can be, else by the library.
+// admit writes a permit to c, admitted on the word when it can be, else by the library, or
+// returns the refusal, decided in place when it can be, else by the library.
 func (b *Breaker) admit(c *C.holdoff_permit) error {
 	if b == nil {
 		return nilErr("breaker")
@@ -418,19 +509,23 @@ func (b *Breaker) admit(c *C.holdoff_permit) error {
 	if b.fastAdmit(c) {
 		return nil
 	}
+	var r inPlaceRefusal
+	if b.refuse(&r) {
+		return r.err()
+	}
 	h, held, err := b.use()
 	if err != nil {
 		return err
 	}
 	countLibraryCall()
-	var r C.holdoff_refusal
-	st := C.holdoff_breaker_allow(h, c, &r)
+	var cr C.holdoff_refusal
+	st := C.holdoff_breaker_allow(h, c, &cr)
 	b.done(held)
 	switch st {
 	case C.HOLDOFF_STATUS_OK:
 		return nil
 	case C.HOLDOFF_STATUS_BREAKER_OPEN:
-		return refusalErr(&r)
+		return refusalErr(&cr)
 	}
 	return errOf(st)
 }
@@ -503,6 +598,11 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 	}
 	var p Permit
 	if !b.fastAdmit(&p.c) {
+		var ir inPlaceRefusal
+		if b.refuse(&ir) {
+			b.done(held)
+			return ir.err()
+		}
 		countLibraryCall()
 		var r C.holdoff_refusal
 		switch st := C.holdoff_breaker_allow(h, &p.c, &r); st {
@@ -753,7 +853,7 @@ func (g *BreakerGroup) Get(key string) (*Breaker, error) {
 	}); err != nil {
 		return nil, err
 	}
-	return wrapBreaker(p, true), nil
+	return wrapBreaker(p, true, false), nil
 }
 
 // Len is the number of breakers the group keeps (overflow breakers are not kept). It panics

@@ -4,6 +4,7 @@ package holdoff
 import "C"
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -291,9 +292,45 @@ var breakerClock = sync.OnceValue(func() *C.holdoff_clock {
 	if C.holdoff_clock_new_system(&p) != C.HOLDOFF_STATUS_OK {
 		return nil
 	}
+	breakerClockOffset, breakerClockMapped = clockOffset(p)
 	breakerClockMade.Store(true)
 	return p
 })
+
+// goOrigin is the origin of the Go monotonic readings nowOnBreakerClock maps.
+var goOrigin = time.Now()
+
+// breakerClockOffset (ns) maps time.Since(goOrigin) onto breakerClock's readings, when
+// breakerClockMapped; both are set once, with breakerClock, and only read after.
+var (
+	breakerClockOffset int64
+	breakerClockMapped bool
+)
+
+// nowOnBreakerClock is a reading of breakerClock (ns since its origin) made from Go's monotonic
+// clock, never earlier than the library's own reading at the same moment (see clockOffset): a
+// refusal decided on it can only fall back to the library early, never refuse past a deadline.
+func nowOnBreakerClock() uint64 {
+	return uint64(max(int64(time.Since(goOrigin))+breakerClockOffset, 0))
+}
+
+// clockOffset measures the offset from Go's monotonic readings (time.Since(goOrigin)) to those
+// of c, a system clock: on Linux both read CLOCK_MONOTONIC, so it is one constant. Each try
+// reads Go's clock, then c; as c's reading comes after Go's, reading minus Go's is the true
+// offset plus the time between the two readings, never less: the smallest of a few tries is the
+// closest. ok is false if c cannot be read.
+func clockOffset(c *C.holdoff_clock) (offset int64, ok bool) {
+	offset = math.MaxInt64
+	for range 16 {
+		g := time.Since(goOrigin)
+		var ns C.uint64_t
+		if C.holdoff_clock_now(c, &ns) != C.HOLDOFF_STATUS_OK {
+			return 0, false
+		}
+		offset = min(offset, int64(ns)-int64(g))
+	}
+	return offset, true
+}
 
 // breakerClockMade reports whether breakerClock has made its clock.
 var breakerClockMade atomic.Bool

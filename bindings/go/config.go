@@ -439,7 +439,9 @@ func (c *Config) NewBreaker(opts ...Option) (*Breaker, error) {
 func newBreaker(h *C.holdoff_config, opts []Option) (*Breaker, error) {
 	var p *C.holdoff_breaker
 	var err error
-	if clock := breakerClock(); clock != nil && clockOf(opts) == nil {
+	clock := breakerClock()
+	shared := clock != nil && clockOf(opts) == nil
+	if shared {
 		err = detailed(func() C.holdoff_status { return C.holdoff_breaker_new(h, clock, &p) })
 	} else {
 		err = withClock(opts, func(clock *C.holdoff_clock) error {
@@ -452,7 +454,7 @@ func newBreaker(h *C.holdoff_config, opts []Option) (*Breaker, error) {
 	var parts C.uint32_t
 	C.holdoff_config_parts(h, &parts)
 	// A fleet's breaker reads no fast-path word: Close must free it at once (see wrapBreaker).
-	return wrapBreaker(p, ConfigPart(parts)&partFleet == 0), nil
+	return wrapBreaker(p, ConfigPart(parts)&partFleet == 0, shared && breakerClockMapped), nil
 }
 
 // NewBreakerGroup builds a breaker group whose template is the breaker part (defaults if

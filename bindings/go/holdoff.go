@@ -229,23 +229,31 @@ type handleKind[P any] struct {
 	free func(P)
 }
 
-// The bits of handle.state: three flags, then the uses (bits 3..31: up to 2^29 calls in
+// The bits of handle.state: four flags, then the uses (bits 4..31: up to 2^28 calls in
 // flight, far beyond any program's), then a tag the owner gives at init (bits 32..63: a
 // Breaker's id, so that one load gives a fast-path call both the state and the id).
 const (
 	handleClosed   = 1 << 0 // Close has run: no new use
 	handlePinned   = 1 << 1 // freed only once the object is unreachable (set only while open)
 	handleFreed    = 1 << 2 // the handle was freed (by the last use after Close)
-	handleUse      = 1 << 3 // one use
+	handleMark     = 1 << 3 // the owner's, set at init and never changed (a Breaker's: refusesInPlace)
+	handleUse      = 1 << 4 // one use
 	handleTagShift = 32
-	handleLow      = 1<<handleTagShift - 1 // the flags and the uses, without the tag
+	handleLow      = (1<<handleTagShift - 1) &^ handleMark // the flags and the uses, without the tag or the mark
 )
 
 // init takes ownership of p, with the tag the state carries; the owner registers the cleanup or
 // finalizer (both need the object's own type).
-func (h *handle[P]) init(p P, tag uint32) {
+func (h *handle[P]) init(p P, tag uint32) { h.initMarked(p, tag, false) }
+
+// initMarked is init, with the owner's mark set if mark.
+func (h *handle[P]) initMarked(p P, tag uint32, mark bool) {
 	h.ptr = p
-	h.state.Store(int64(uint64(tag)<<handleTagShift) | handleUse)
+	s := int64(uint64(tag)<<handleTagShift) | handleUse
+	if mark {
+		s |= handleMark
+	}
+	h.state.Store(s)
 }
 
 // acquireAs starts a use of the handle, or fails with ErrClosed after Close. Pair it with

@@ -9,26 +9,29 @@ import (
 // Unavailable is what every "upstream unavailable" error carries: *BreakerOpenError and
 // *GiveUpError embed it.
 type Unavailable struct {
-	// Reason is why the call stopped (BreakerOpenReason for a refusal).
-	Reason GiveUpReason
-	// Attempts is the attempts made (0 when the first was refused).
-	Attempts int
-	// RetryAfter is when trying again could help (HasRetryAfter): the breaker's time to its
-	// next probe; the server's delay for a rate-limit give-up; for a total timeout the open
-	// breaker's wait, else the server's capped delay. None while forced open.
-	RetryAfter    time.Duration
-	HasRetryAfter bool
-	// ServerDelay is the server's own delay before the cap (HasServerDelay).
-	ServerDelay    time.Duration
-	HasServerDelay bool
-	// Capped reports that the server's delay was above the budget's cap.
-	Capped bool
+	// The fields are ordered by size, pointers first: 56 bytes, so a *BreakerOpenError is 64
+	// (a size class) and the collector scans its first three words only.
+
 	// Err is the last attempt's error (what Unwrap returns); nil when no attempt was made or
 	// the last one returned (Do: its fn returned nil; DoHTTP: see Response).
 	Err error
 	// Response is DoHTTP's last response, when the last attempt returned one. Its Body is
 	// yours to close (it is empty if the call had waited after it, which closed it).
 	Response *http.Response
+	// Attempts is the attempts made (0 when the first was refused).
+	Attempts int
+	// RetryAfter is when trying again could help (HasRetryAfter): the breaker's time to its
+	// next probe; the server's delay for a rate-limit give-up; for a total timeout the open
+	// breaker's wait, else the server's capped delay. None while forced open.
+	RetryAfter time.Duration
+	// ServerDelay is the server's own delay before the cap (HasServerDelay).
+	ServerDelay time.Duration
+	// Reason is why the call stopped (BreakerOpenReason for a refusal).
+	Reason         GiveUpReason
+	HasRetryAfter  bool
+	HasServerDelay bool
+	// Capped reports that the server's delay was above the budget's cap.
+	Capped bool
 }
 
 // after says what the last attempt left: ": <error>", ": HTTP <status>", or nothing.
