@@ -354,8 +354,13 @@ const STATES = native.stateNames()
 // and nothing else. JavaScript has no 64-bit atomic load but BigInt's, so the halves are read
 // one after the other, low first: the episode only grows, so when the high half read second
 // equals an episode read before the low half (the breaker's last seen one, or the permit's own),
-// the low half belongs to that episode. Layout version and mask come from the core; another
-// version, or a big-endian machine, never reads the word.
+// the low half belongs to that episode. The low half is read with Atomics.load (an acquire
+// load) and the high half with a plain read after it, which can move neither before that load
+// (the processor: x64 keeps loads in order, arm64's Atomics.load is a load-acquire; V8: a
+// typed array read stays in program order after a call, and is read afresh each time) nor
+// tear (an aligned 32-bit read): an acquire load of each half would cost a second builtin
+// call, as Node does not inline Atomics.load, for the same guarantee. Layout version and mask
+// come from the core; another version, or a big-endian machine, never reads the word.
 const [FAST_PATH_VERSION, FAST_ADMIT_MASK] = native.fastPathLayout()
 const FAST_PATH = FAST_PATH_VERSION === 1 && new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
 // The view of a breaker without a word: its low half never admits nor matches a success.
@@ -469,12 +474,11 @@ class Breaker extends EventEmitter {
   // Admission on the word: the low half admits (closed, not counting), then the high half is the
   // episode seen before, so the low half was read in that episode too (it lies between the two
   // readings of it); the permit gets that episode. Another episode is remembered and the call
-  // goes to the core this once. Two atomic loads: Node 20 does not inline Atomics.load, so each
-  // costs a builtin call.
+  // goes to the core this once. (A policy's `execute` admits as this does, on its `FastLane`.)
   #fastAdmit() {
     const w = this.#word ?? this.#wordView()
     if ((Atomics.load(w, 0) & FAST_ADMIT_MASK) !== 0) return false
-    const hi = Atomics.load(w, 1)
+    const hi = w[1]
     if (hi === this.#seen) return true
     this.#seen = hi
     return false
@@ -510,21 +514,9 @@ class Breaker extends EventEmitter {
     }
   }
 
-  /**
-   * @internal A call admitted on the word (`#fastAdmit`) for a policy's `execute`: the permit's
-   * raw episode, or -1 when the call must go to the core.
-   */
-  _admitOnWord() {
-    return this.#fastAdmit() ? this.#seen : -1
-  }
-
-  /**
-   * @internal Whether a success of a call admitted on the word under `rawEpisode` needs no
-   * record (as in `record`: closed in that episode, nothing pending, no flag).
-   */
-  _quietSuccess(rawEpisode) {
-    const w = this.#word
-    return Atomics.load(w, 0) === 0 && Atomics.load(w, 1) === rawEpisode
+  /** @internal The fast-path word's view (`NO_WORD` where there is none), for a policy's `execute`. */
+  _word() {
+    return this.#word ?? this.#wordView()
   }
 
   /** @internal Delivers events caused through another object (a policy). */
@@ -583,7 +575,7 @@ class Breaker extends EventEmitter {
       // Low half 0, then high half the permit's episode: the episode was the permit's when the
       // low half was read too (it was admitted in that episode, and episodes only grow).
       const w = this.#word ?? this.#wordView()
-      if (Atomics.load(w, 0) === 0 && Atomics.load(w, 1) === permit._rawEpisode) {
+      if (Atomics.load(w, 0) === 0 && w[1] === permit._rawEpisode) {
         permit._recorded = true
         return 'counted'
       }
@@ -1333,15 +1325,61 @@ function takesNoArgs(fn) {
 // the rest of the call. When armed, a limit is shortened by the time since the first limit of
 // that turn was deferred: no later than a timer set at the attempt's start would fire (Node's
 // own timers count from the loop's time, taken when the turn began), and never earlier.
+//
+// The attempts waiting are the first `pendingCount` entries of `pendingLimits`, a stack written
+// in place (Array's push and pop would give the backing store back each time the stack empties,
+// at every call made one at a time, and allocate a new one at the next push), and those of the
+// earlier stacks of the same turn in `earlierLimits` (stack, count, stack, count...). A stack
+// serves LIMIT_STACK_USES attempts and is then replaced by a new one: an attempt is a young
+// object, and storing it into an array that has grown old (a long turn of calls made one after
+// another outlives garbage collections) costs V8's write barrier more than the rest of the call.
+const LIMIT_STACK_USES = 64
 let pendingLimits = []
+let pendingCount = 0
+let stackUses = 0
+let earlierLimits = null
 let limitsSince = -1
 
 function armLimits() {
-  const due = pendingLimits
   const ran = performance.now() - limitsSince
+  const due = earlierLimits ?? []
+  due.push(pendingLimits, pendingCount)
   pendingLimits = []
+  pendingCount = 0
+  stackUses = 0
+  earlierLimits = null
   limitsSince = -1
-  for (const a of due) if (!a.settled) a.arm(Math.max(0, Math.ceil(a.limitMs - ran)))
+  for (let k = 0; k < due.length; k += 2) {
+    const stack = due[k]
+    for (let i = 0; i < due[k + 1]; i++) {
+      const a = stack[i]
+      if (!a.settled) a.arm(Math.max(0, Math.ceil(a.limitMs - ran)))
+    }
+  }
+}
+
+// Queues the limit of the attempt `a` for the next turn of the event loop (`armLimits`); returns
+// the reading (performance.now(), ms) that turn's limits count from.
+function deferLimit(a) {
+  if (stackUses === LIMIT_STACK_USES) {
+    if (pendingCount > 0) (earlierLimits ??= []).push(pendingLimits, pendingCount)
+    pendingLimits = []
+    pendingCount = 0
+    stackUses = 0
+  }
+  stackUses++
+  pendingLimits[pendingCount++] = a
+  if (limitsSince < 0) {
+    limitsSince = performance.now()
+    setImmediate(armLimits)
+  }
+  return limitsSince
+}
+
+// The attempt `a` settled before its limit was armed: calls made one after another within one
+// turn each take their entry back off the top, so the stack does not grow with them.
+function undeferLimit(a) {
+  if (pendingCount > 0 && pendingLimits[pendingCount - 1] === a) pendingLimits[--pendingCount] = undefined
 }
 
 /**
@@ -1363,11 +1401,7 @@ class Attempt {
 
   // The limit on the global timers, at the next turn of the event loop (`armLimits`).
   deferLimit() {
-    pendingLimits.push(this)
-    if (limitsSince < 0) {
-      limitsSince = performance.now()
-      setImmediate(armLimits)
-    }
+    deferLimit(this)
   }
 
   arm(ms) {
@@ -1384,13 +1418,8 @@ class Attempt {
   release() {
     this.settled = true
     this.signal?.removeEventListener('abort', this)
-    if (this.cancelTimer !== undefined) {
-      this.cancelTimer()
-    } else if (pendingLimits[pendingLimits.length - 1] === this) {
-      // Not armed yet: calls made one after another within one turn each take their entry back
-      // off the end, so the queue does not grow with them.
-      pendingLimits.pop()
-    }
+    if (this.cancelTimer !== undefined) this.cancelTimer()
+    else undeferLimit(this)
   }
 
   // Where the settled attempt goes: the promise `runAttempt` returned.
@@ -1481,21 +1510,20 @@ function startAttempt(a, fn, sleepOption) {
 }
 
 // `policy.execute(fn)` without options, its first attempt admitted on the breaker's word
-// (`Policy#runAdmitted`): it resolves the call's promise itself when it returns a value that
+// (`runAdmitted`): it resolves the call's promise itself when it returns a value that
 // needs nothing from the core, else hands what it came to to the core's loop
 // (`continueAdmitted`).
 class AdmittedAttempt {
-  constructor(policy, breaker, flag, fn, episode) {
-    this.policy = policy
-    // The policy's breaker and its budget's episode flag, for the success's check.
-    this.breaker = breaker
-    this.flag = flag
+  constructor(lane, fn, episode) {
+    // The policy's `FastLane`: its breaker's word and its budget's episode flag, for the
+    // success's check.
+    this.lane = lane
     this.fn = fn
     this.episode = episode
-    // The call's promise's resolve (`adoptResolve`).
+    // The call's promise's resolve.
     this.resolveCall = undefined
     // As an Attempt's (the signal and the limit are the getters below).
-    this.ac = takesNoArgs(fn) ? undefined : new AbortController()
+    this.ac = fn === lastTakesNoArgs || takesNoArgs(fn) ? undefined : new AbortController()
     this.settled = false
     this.cancelTimer = undefined
     // The reading the call's limits count from (`deferLimit`).
@@ -1512,19 +1540,29 @@ class AdmittedAttempt {
   }
 
   deferLimit() {
-    Attempt.prototype.deferLimit.call(this)
-    this.since = limitsSince
+    this.since = deferLimit(this)
   }
 
   // The operation returned `value`: no result object is made when the call ends here.
   returned(value) {
     if (this.settled) return
-    this.release()
-    // A success the breaker's word recognises, with no rate-limit episode of the budget under
-    // way: nothing to record, count or decide. (Retry metrics that started counting since the
+    // `release`, without a signal to let go of.
+    this.settled = true
+    if (this.cancelTimer !== undefined) this.cancelTimer()
+    else undeferLimit(this)
+    // A success the breaker's word recognises (closed in the permit's episode, nothing pending,
+    // no flag: as in `Breaker#record`), with no rate-limit episode of the budget under way:
+    // nothing to record, count or decide. (Retry metrics that started counting since the
     // admission would count nothing for it: its attempt was admitted before they started.)
-    if (this.flag[0] === 0 && this.breaker._quietSuccess(this.episode)) this.resolveCall(value)
+    const lane = this.lane
+    const w = lane.word
+    if (lane.flag[0] === 0 && Atomics.load(w, 0) === 0 && w[1] === this.episode) this.resolveCall(value)
     else this.resolveCall(continueAdmitted(this, { threw: false, value }))
+  }
+
+  // The operation threw or rejected with `error`.
+  failed(error) {
+    this.settle({ threw: true, error })
   }
 
   done(r) {
@@ -1537,13 +1575,65 @@ for (const m of ['arm', 'settle', 'release', 'abort', 'broken', 'expire']) {
   AdmittedAttempt.prototype[m] = Attempt.prototype[m]
 }
 
+/**
+ * What `execute` without options reads in place, per policy: its breaker's word (a Uint32Array:
+ * low half, high half; `NO_WORD` where there is none) and its budget's episode flag (a
+ * Uint32Array, 1 while a rate-limit episode is under way).
+ */
+class FastLane {
+  constructor(policy, word, flag) {
+    this.policy = policy
+    this.word = word
+    this.flag = flag
+    // The last episode seen on the word, as `Breaker#fastAdmit`'s.
+    this.seen = word[1]
+  }
+
+  // The episode of a call admitted on the word (as `Breaker#fastAdmit` admits), or -1 when the
+  // call must go to the core.
+  admit() {
+    const w = this.word
+    if ((Atomics.load(w, 0) & FAST_ADMIT_MASK) !== 0) return -1
+    const hi = w[1]
+    if (hi === this.seen) return hi
+    this.seen = hi
+    return -1
+  }
+}
+
 let continueAdmitted
 
-// The call's promise is made with this one executor rather than a closure per call: it hands
-// its resolve to the attempt being admitted (the executor runs at once, within `new Promise`).
-let admitting
-function adoptResolve(resolve) {
-  admitting.resolveCall = resolve
+
+/**
+ * `policy.execute(fn)` with no options whose first attempt the breaker's word admitted under
+ * `episode` (no native call): a clean success that the word recognises, with no rate-limit
+ * episode of the budget under way, ends there, as the core would end it (nothing to record,
+ * count or decide); anything else continues in the core's loop (`Policy#run`) from that
+ * attempt. The call's limits count from the turn of the event loop it started in (the reading
+ * its attempt's timer is deferred from), not from a reading of its own.
+ */
+function runAdmitted(lane, fn, episode) {
+  const a = new AdmittedAttempt(lane, fn, episode)
+  // A closure per call rather than one executor handing `resolve` over through a module
+  // variable: storing the young attempt into that variable would cost the write barrier.
+  const call = new Promise((resolve) => {
+    a.resolveCall = resolve
+  })
+  if (FIRST_LIMIT_MS !== Infinity) a.deferLimit()
+  let p
+  try {
+    p = a.ac === undefined ? fn() : fn(a.ac.signal)
+  } catch (error) {
+    // Reported after `execute` returns, as the core's loop reports it (after an await): the
+    // breaker's events never fire inside the caller's synchronous code.
+    queueMicrotask(() => a.failed(error))
+    return call
+  }
+  Promise.resolve(p).then(
+    (value) => a.returned(value),
+    (error) => a.failed(error),
+  )
+  return call
 }
 
 /**
@@ -1560,8 +1650,8 @@ class Policy {
   #budget
   #quota
   #classifier
-  // For `execute` without options: the budget's episode flag when a first attempt may run on the
-  // breaker's word (`#runAdmitted`), false when never; undefined until first asked.
+  // For `execute` without options: its `FastLane` when a first attempt may run on the breaker's
+  // word (`runAdmitted`), false when never; undefined until first asked.
   #fast
 
   constructor(options) {
@@ -1729,7 +1819,7 @@ class Policy {
           ? native.execStartDefault(exec, this.#h)
           : native.execStart(exec, this.#h, o.attemptTimeoutMs, o.totalTimeoutMs)
       } else {
-        // The first attempt ran already, admitted on the breaker's word (`#runAdmitted`).
+        // The first attempt ran already, admitted on the breaker's word (`runAdmitted`).
         native.execAdmitted(exec, this.#h, admitted.episode, Math.max(0, performance.now() - admitted.since))
         step = FIRST_LIMIT_MS
         last = admitted.last
@@ -1891,54 +1981,25 @@ class Policy {
    */
   execute(fn, options) {
     if (options === undefined && typeof fn === 'function') {
-      const episodeFlag = this.#fast ?? this.#fastInit()
-      if (episodeFlag !== false && episodeFlag[0] === 0) {
-        const episode = this.#breaker._admitOnWord()
-        if (episode >= 0) return this.#runAdmitted(fn, episode, episodeFlag)
+      const lane = this.#fast ?? this.#fastInit()
+      if (lane !== false && lane.flag[0] === 0) {
+        const episode = lane.admit()
+        if (episode >= 0) return runAdmitted(lane, fn, episode)
       }
     }
     return this.#run(fn, options, false)
   }
 
   #fastInit() {
-    this.#fast = FAST_PATH && native.policyFastEligible(this.#h) ? (budgetEpisodeOf(this.#budget) ?? false) : false
+    const flag = FAST_PATH && native.policyFastEligible(this.#h) ? budgetEpisodeOf(this.#budget) : null
+    this.#fast = flag === null ? false : new FastLane(this, this.#breaker._word(), flag)
     return this.#fast
-  }
-
-  /**
-   * `execute(fn)` with no options whose first attempt the breaker's word admitted under
-   * `episode` (no native call): a clean success that the word recognises, with no rate-limit
-   * episode of the budget under way, ends there, as the core would end it (nothing to record,
-   * count or decide); anything else continues in the core's loop (`#run`) from that attempt.
-   * The call's limits count from the turn of the event loop it started in (the reading its
-   * attempt's timer is deferred from), not from a reading of its own.
-   */
-  #runAdmitted(fn, episode, episodeFlag) {
-    const a = new AdmittedAttempt(this, this.#breaker, episodeFlag, fn, episode)
-    admitting = a
-    const call = new Promise(adoptResolve)
-    admitting = undefined
-    if (FIRST_LIMIT_MS !== Infinity) a.deferLimit()
-    let p
-    try {
-      p = a.ac === undefined ? fn() : fn(a.ac.signal)
-    } catch (error) {
-      // Reported after `execute` returns, as the core's loop reports it (after an await): the
-      // breaker's events never fire inside the caller's synchronous code.
-      queueMicrotask(() => a.settle({ threw: true, error }))
-      return call
-    }
-    Promise.resolve(p).then(
-      (value) => a.returned(value),
-      (error) => a.settle({ threw: true, error }),
-    )
-    return call
   }
 
   static {
     continueAdmitted = (a, last) => {
       const since = a.since >= 0 ? a.since : performance.now()
-      return a.policy.#run(a.fn, undefined, false, true, { episode: a.episode, since, last })
+      return a.lane.policy.#run(a.fn, undefined, false, true, { episode: a.episode, since, last })
     }
   }
 

@@ -190,6 +190,30 @@ describe('policy.execute on the fast-path word', () => {
     assert.equal(fast.breaker.snapshot().failures, 2)
   })
 
+  it('every attempt of a turn gets its limit, however many start in it', async (t) => {
+    // Many calls started within one turn of the event loop (their limits are queued for the
+    // next, in stacks of a few dozen), every seventh hanging: those, and only those, run into
+    // their limit; the others answer at once.
+    await new Promise(setImmediate)
+    mock.timers.enable({ apis: ['setTimeout', 'setImmediate'] })
+    t.after(() => mock.timers.reset())
+    const p = new Policy({ budget: { maxRetries: 0 }, breaker: { trip: { policy: 'consecutive', threshold: 1000 } } })
+    const calls = []
+    for (let i = 0; i < 300; i++) {
+      calls.push(p.execute(i % 7 === 3 ? () => new Promise(() => {}) : async () => i))
+      // Calls made one after another within the turn, between the concurrent ones.
+      if (i % 10 === 0) assert.equal(await p.execute(ok), 1)
+    }
+    // The answers already given are taken before the mocked timers run the next turn at once.
+    assert.equal(await p.execute(ok), 1)
+    const answers = Promise.all(calls.map(answer))
+    mock.timers.tick(0)
+    mock.timers.tick(60_000)
+    const got = await answers
+    got.forEach((a, i) => assert.equal(a, i % 7 === 3 ? 'GiveUpError attempts_exhausted 1' : `value ${i}`, `call ${i}`))
+    assert.equal(p.breaker.snapshot().failures, got.filter((_, i) => i % 7 === 3).length)
+  })
+
   it('the native continuation refuses an elapsed time that is not one, naming it', () => {
     const policy = native.policyNew(native.breakerNew({}), native.budgetNew({}), undefined, native.classifierNew({}))
     for (const bad of [-1, Number.NaN, Infinity]) {
@@ -207,6 +231,20 @@ describe('policy.execute on the fast-path word', () => {
     // Totals over the run (a reset starts the breaker's counts afresh).
     let trips = 0
     let stale = 0
+    // Resets the breaker when open: between rounds, or in the middle of one (`resetAt`), where the
+    // calls still waiting were admitted before the trip and answer in the reset's new episode,
+    // on a word that says closed with nothing pending.
+    const resetIfOpen = (policy) => {
+      if (policy.breaker.state !== 'open') return false
+      if (policy === fast) {
+        trips += fast.breaker.snapshot().opens
+        stale += fast.breaker.snapshot().staleAnswers
+      }
+      policy.breaker.reset()
+      return true
+    }
+    // Stale answers given after a reset in the middle of a round, on the fast path.
+    let midRoundStale = 0
     for (let round = 0; round < 1500; round++) {
       // A batch of callers admitted together, answering in a shuffled order, each answer
       // recorded before the next is given: the same order of events on both policies.
@@ -220,6 +258,8 @@ describe('policy.execute on the fast-path word', () => {
         const j = Math.floor(rand(i + 1))
         ;[order[i], order[j]] = [order[j], order[i]]
       }
+      const resetAt = rand(100) < 25 ? Math.floor(rand(n)) : -1
+      let midReset = false
       const run = async (policy, viaCore) => {
         const gates = kinds.map(() => deferred())
         const fns = kinds.map((kind, i) => async () => {
@@ -230,9 +270,10 @@ describe('policy.execute on the fast-path word', () => {
         })
         const calls = fns.map((fn) => (viaCore ? policy.execute(fn, {}) : policy.execute(fn)))
         const answers = []
-        for (const i of order) {
+        for (const [k, i] of order.entries()) {
           gates[i].resolve()
           answers[i] = await answer(calls[i])
+          if (k === resetAt && resetIfOpen(policy) && policy === fast) midReset = true
         }
         return answers
       }
@@ -240,11 +281,10 @@ describe('policy.execute on the fast-path word', () => {
       const want = await run(slow, true)
       assert.deepEqual(got, want, `round ${round}: ${kinds.join(', ')}, answered in order ${order.join(', ')}`)
       assert.deepEqual(books(fast), books(slow), `round ${round}: ${kinds.join(', ')}, answered in order ${order.join(', ')}`)
-      if (fast.breaker.state === 'open' && rand(100) < 30) {
-        trips += fast.breaker.snapshot().opens
-        stale += fast.breaker.snapshot().staleAnswers
-        fast.breaker.reset()
-        slow.breaker.reset()
+      if (midReset) midRoundStale += fast.breaker.snapshot().staleAnswers
+      if (rand(100) < 30) {
+        resetIfOpen(fast)
+        resetIfOpen(slow)
       }
     }
     trips += fast.breaker.snapshot().opens
@@ -252,6 +292,28 @@ describe('policy.execute on the fast-path word', () => {
     // The run saw what it is about: trips, and successes admitted before a trip answering after it.
     assert.ok(trips > 100, `trips: ${trips}`)
     assert.ok(stale > 50, `stale answers: ${stale}`)
+    assert.ok(midRoundStale > 0, `stale answers after a reset in the middle of a round: ${midRoundStale}`)
+  })
+
+  it('a success admitted before a trip answers stale after a reset, as through the core', async () => {
+    const seen = []
+    for (const options of [undefined, {}]) {
+      const p = new Policy({ budget: { maxRetries: 0 } })
+      const gate = deferred()
+      const call = p.execute(async () => {
+        await gate.promise
+        return 7
+      }, options)
+      // A new episode, closed with nothing pending: the word alone would take the success.
+      p.breaker.forceOpen()
+      p.breaker.reset()
+      assert.equal(p.breaker.state, 'closed')
+      gate.resolve()
+      assert.equal(await call, 7)
+      seen.push(books(p))
+    }
+    assert.deepEqual(seen[0], seen[1])
+    assert.equal(seen[0].staleAnswers, 1)
   })
 })
 
