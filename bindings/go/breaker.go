@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -383,7 +384,9 @@ func (b *Breaker) refuse(r *inPlaceRefusal) bool {
 		if now >= until {
 			return false
 		}
-		r.wait = time.Duration(until - now)
+		// Saturated as the library's refusals are: a wait past what a Duration holds (an open
+		// interval of centuries) must not wrap to a negative one.
+		r.wait = time.Duration(min(until-now, math.MaxInt64))
 	default:
 		return false
 	}

@@ -3,6 +3,7 @@ package holdoff_test
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -110,6 +111,27 @@ func TestRefusalInPlaceEndsAtTheDeadline(t *testing.T) {
 	record(t, b, p, holdoff.Success, holdoff.Counted)
 	if s := b.Snapshot(); s.State != holdoff.Closed {
 		t.Fatalf("the probe's success did not close it: %+v", s)
+	}
+}
+
+// A wait longer than a Duration holds (an open interval of centuries, from a JSON
+// configuration) saturates in place as through the library, never wrapping to a negative one.
+func TestRefusalInPlaceSaturatesItsWait(t *testing.T) {
+	cfg := must(holdoff.ParseConfig([]byte(`{"breaker": {"trip": {"policy": "consecutive", "threshold": 1},
+		"open_interval": {"initial_ms": 18000000000000, "multiplier": 1}}}`)))
+	b := must(cfg.NewBreaker())
+	defer b.Close()
+	record(t, b, must(b.Allow()), holdoff.Failure, holdoff.Counted)
+	const most = time.Duration(math.MaxInt64)
+	if s := b.Snapshot(); s.RetryAfter != most {
+		t.Fatalf("the library's wait: %v, want %v", s.RetryAfter, most)
+	}
+	var open *holdoff.BreakerOpenError
+	if n := libraryCalls(func() { open = refusedNow(t, b) }); n != 0 {
+		t.Fatalf("the refusal made %d library calls, want 0 (decided in place)", n)
+	}
+	if !open.HasRetryAfter || open.RetryAfter != most {
+		t.Fatalf("refused in place with RetryAfter %v, want %v", open.RetryAfter, most)
 	}
 }
 
