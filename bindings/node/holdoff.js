@@ -1322,9 +1322,12 @@ function takesNoArgs(fn) {
 // Attempt limits on the global timers, armed when the event loop next turns (setImmediate)
 // rather than when the attempt starts: an attempt that settles within its own turn (a resolved
 // or cached answer) never touches Node's timer lists, whose creation and removal cost more than
-// the rest of the call. When armed, a limit is shortened by the time since the first limit of
-// that turn was deferred: no later than a timer set at the attempt's start would fire (Node's
-// own timers count from the loop's time, taken when the turn began), and never earlier.
+// the rest of the call. A limit counts from when it is armed, at the end of the turn its
+// attempt started in: never earlier than a timer set at the attempt's start would fire, and
+// later by the synchronous work that followed the attempt in that turn (which also held back
+// the attempt's own callbacks). Counting from a reading taken per attempt would be exact, but
+// a clock reading costs a quarter of a call; counting from the turn's first attempt would cut
+// the limits of the attempts started after it short.
 //
 // The attempts waiting are the first `pendingCount` entries of `pendingLimits`, a stack written
 // in place (Array's push and pop would give the backing store back each time the stack empties,
@@ -1338,28 +1341,31 @@ let pendingLimits = []
 let pendingCount = 0
 let stackUses = 0
 let earlierLimits = null
-let limitsSince = -1
+let limitsQueued = false
 
 function armLimits() {
-  const ran = performance.now() - limitsSince
+  // Where a continued call's total time limit counts from (`continueAdmitted`).
+  const armedAt = performance.now()
   const due = earlierLimits ?? []
   due.push(pendingLimits, pendingCount)
   pendingLimits = []
   pendingCount = 0
   stackUses = 0
   earlierLimits = null
-  limitsSince = -1
+  limitsQueued = false
   for (let k = 0; k < due.length; k += 2) {
     const stack = due[k]
     for (let i = 0; i < due[k + 1]; i++) {
       const a = stack[i]
-      if (!a.settled) a.arm(Math.max(0, Math.ceil(a.limitMs - ran)))
+      if (!a.settled) {
+        a.since = armedAt
+        a.arm(a.limitMs)
+      }
     }
   }
 }
 
-// Queues the limit of the attempt `a` for the next turn of the event loop (`armLimits`); returns
-// the reading (performance.now(), ms) that turn's limits count from.
+// Queues the limit of the attempt `a` for the next turn of the event loop (`armLimits`).
 function deferLimit(a) {
   if (stackUses === LIMIT_STACK_USES) {
     if (pendingCount > 0) (earlierLimits ??= []).push(pendingLimits, pendingCount)
@@ -1369,11 +1375,10 @@ function deferLimit(a) {
   }
   stackUses++
   pendingLimits[pendingCount++] = a
-  if (limitsSince < 0) {
-    limitsSince = performance.now()
+  if (!limitsQueued) {
+    limitsQueued = true
     setImmediate(armLimits)
   }
-  return limitsSince
 }
 
 // The attempt `a` settled before its limit was armed: calls made one after another within one
@@ -1397,6 +1402,8 @@ class Attempt {
     this.settled = false
     // Cancels the timer behind the limit once armed; undefined before.
     this.cancelTimer = undefined
+    // When the limit was armed (performance.now(), ms; `armLimits`); -1 before.
+    this.since = -1
   }
 
   // The limit on the global timers, at the next turn of the event loop (`armLimits`).
@@ -1526,7 +1533,8 @@ class AdmittedAttempt {
     this.ac = fn === lastTakesNoArgs || takesNoArgs(fn) ? undefined : new AbortController()
     this.settled = false
     this.cancelTimer = undefined
-    // The reading the call's limits count from (`deferLimit`).
+    // The reading (performance.now(), ms) the call's total limit counts from when it continues
+    // in the core: when its attempt's limit was armed (`armLimits`); -1 before.
     this.since = -1
   }
 
@@ -1540,7 +1548,7 @@ class AdmittedAttempt {
   }
 
   deferLimit() {
-    this.since = deferLimit(this)
+    deferLimit(this)
   }
 
   // The operation returned `value`: no result object is made when the call ends here.

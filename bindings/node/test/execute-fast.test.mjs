@@ -214,6 +214,33 @@ describe('policy.execute on the fast-path word', () => {
     assert.equal(p.breaker.snapshot().failures, got.filter((_, i) => i % 7 === 3).length)
   })
 
+  it('an attempt started late in a turn gets its whole limit', async (t) => {
+    // Calls in one turn, 150 ms of synchronous work between them (performance.now moved by
+    // hand, Node's timers mocked): no limit (the default 60 s) may end before it has run in
+    // full from when it is armed, the later calls' included, on the word (no options) and
+    // through the core (options).
+    await new Promise(setImmediate)
+    mock.timers.enable({ apis: ['setTimeout', 'setImmediate'] })
+    t.after(() => mock.timers.reset())
+    let fakeNow = 1000
+    t.mock.method(performance, 'now', () => fakeNow)
+    const hang = () => new Promise(() => {})
+    const ended = []
+    const track = (name, promise) => answer(promise).then((a) => ended.push(`${name}: ${a}`))
+    const fast = new Policy({ budget: { maxRetries: 0 } })
+    const slow = new Policy({ budget: { maxRetries: 0 } })
+    const calls = [track('fast first', fast.execute(hang)), track('slow first', slow.execute(hang, {}))]
+    fakeNow += 150
+    calls.push(track('fast late', fast.execute(hang)), track('slow late', slow.execute(hang, {})))
+    mock.timers.tick(0)
+    mock.timers.tick(59_999)
+    for (let i = 0; i < 20; i++) await null
+    assert.deepEqual(ended, [])
+    mock.timers.tick(1)
+    await Promise.all(calls)
+    assert.deepEqual(ended.sort(), ['fast first', 'fast late', 'slow first', 'slow late'].map((n) => `${n}: GiveUpError attempts_exhausted 1`))
+  })
+
   it('the native continuation refuses an elapsed time that is not one, naming it', () => {
     const policy = native.policyNew(native.breakerNew({}), native.budgetNew({}), undefined, native.classifierNew({}))
     for (const bad of [-1, Number.NaN, Infinity]) {
