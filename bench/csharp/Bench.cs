@@ -3,8 +3,9 @@
 // through NuGet, which this build does not use.
 //
 // Admission and a clean success read the breaker's fast-path word without calling into the
-// library; a refusal calls it, so `floor` (a no-op P/Invoke, same run) is what refuse_open is
-// compared with.
+// library; a refusal of a breaker made without a clock is decided on its refusal block (the
+// word, the deadline, Stopwatch's clock mapped onto the library's), also without a call.
+// `floor` (a no-op P/Invoke, same run) is what each call into the library costs.
 //
 // Each sample is one timed batch sized to ~50 ms (ns/op = batch wall time / batch size), 5
 // samples after a calibration batch. Prints a summary; with HOLDOFF_BENCH_OUT=<file> it also
@@ -236,30 +237,49 @@ namespace Holdoff.Bench
                 Measure("lock-baseline", "allow_record_2t", 2, "TryAcquire() + OnSuccess()" + two, l);
             }
 
-            using (var b = new Breaker(new BreakerOptions()))
+            // Tripped as the baseline is: 5 consecutive failures, open for 30 s (longer than the
+            // run), the clock read on every refusal.
+            var tripped = new BreakerOptions
             {
-                b.ForceOpen();
-                Measure("holdoff", "refuse_open", 1, "b.TryAllow(out permit) -> false (forced open; one P/Invoke, no refusal object)", n =>
+                Trip = TripPolicy.ConsecutiveFailures(5),
+                OpenInterval = new BackoffOptions { Initial = TimeSpan.FromSeconds(30), Multiplier = 1, Max = TimeSpan.FromSeconds(30) },
+            };
+            using (var b = new Breaker(tripped))
+            {
+                for (int i = 0; i < 5; i++) b.Record(b.Allow(), Outcome.Failure);
+                if (b.Snapshot().State != State.Open) throw new InvalidOperationException("not tripped");
+                Measure("holdoff", "refuse_open", 1, "b.TryAllow(out permit) -> false (tripped by 5 failures, waiting for its probe: refusal block + clock, no P/Invoke, no refusal object)", n =>
                 {
                     Permit p;
                     for (int i = 0; i < n; i++)
                         if (b.TryAllow(out p)) throw new InvalidOperationException("admitted");
                 });
-                // Printed only: the same refusal with its BreakerOpenException (an Exception object
-                // costs more than the crossing on Mono).
-                Measure("holdoff", "(refuse_open, refusal)", 1, "b.TryAllow(out permit, out refusal) -> false (forced open)", n =>
-                {
-                    Permit p;
-                    BreakerOpenException refusal;
-                    for (int i = 0; i < n; i++)
-                        if (b.TryAllow(out p, out refusal)) throw new InvalidOperationException("admitted");
-                }, printOnly: true);
                 var lb = new LockBreaker();
                 for (int i = 0; i < 5; i++) lb.OnFailure();
                 Measure("lock-baseline", "refuse_open", 1, "TryAcquire() -> false (open: lock, clock read)", n =>
                 {
                     for (int i = 0; i < n; i++)
                         if (lb.TryAcquire()) throw new InvalidOperationException("admitted");
+                });
+                // Printed only: the same refusal with its BreakerOpenException (an Exception object
+                // costs more than the refusal on Mono).
+                Measure("holdoff", "(refuse_open, refusal)", 1, "b.TryAllow(out permit, out refusal) -> false (tripped)", n =>
+                {
+                    Permit p;
+                    BreakerOpenException refusal;
+                    for (int i = 0; i < n; i++)
+                        if (b.TryAllow(out p, out refusal)) throw new InvalidOperationException("admitted");
+                }, printOnly: true);
+            }
+
+            using (var b = new Breaker(new BreakerOptions()))
+            {
+                b.ForceOpen();
+                Measure("holdoff", "(refuse_open, forced)", 1, "b.TryAllow(out permit) -> false (forced open: the word alone, no clock)", n =>
+                {
+                    Permit p;
+                    for (int i = 0; i < n; i++)
+                        if (b.TryAllow(out p)) throw new InvalidOperationException("admitted");
                 });
             }
 

@@ -34,7 +34,8 @@ build() {
     "$HERE/tests/ConformanceExecute.cs"
   "${MCS[@]}" -out:"$OUT/ApiTests.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/ApiTests.cs" "$HERE/tests/ExecuteTests.cs" \
     "$HERE/tests/HandlerTests.cs" "$HERE/tests/DeadlineStorm.cs" "$HERE/tests/TestTime.cs" "$HERE/tests/ArgumentTests.cs" \
-    "$HERE/tests/FleetTests.cs" "$HERE/tests/MetricsTests.cs" "$HERE/tests/FastPathTests.cs"
+    "$HERE/tests/FleetTests.cs" "$HERE/tests/MetricsTests.cs" "$HERE/tests/FastPathTests.cs" \
+    "$HERE/tests/RefusalTests.cs"
   "${MCS[@]}" -out:"$OUT/FleetWorker.exe" -r:"$OUT/Holdoff.dll" "$HERE/tests/FleetWorker.cs"
   export LD_LIBRARY_PATH="$CARGO_TARGET_DIR/debug${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }

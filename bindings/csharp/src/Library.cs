@@ -31,7 +31,16 @@ namespace Holdoff
         /// <summary>The linked library's version.</summary>
         public static string Version { get { return Native.Str(Native.holdoff_version()); } }
 
-        /// <summary>C handles alive now: 0 when everything was disposed.</summary>
-        public static ulong LiveHandles { get { return Native.holdoff_debug_live_handles(); } }
+        /// <summary>C handles alive now: 0 when everything was disposed. The one system clock
+        /// shared by breakers made without a clock lives as long as the process and is left out.</summary>
+        public static ulong LiveHandles
+        {
+            get
+            {
+                bool shared = BreakerClock.Made;
+                ulong n = Native.holdoff_debug_live_handles();
+                return shared && n > 0 ? n - 1 : n;
+            }
+        }
     }
 }

@@ -9,25 +9,36 @@ namespace Holdoff
 {
     /// <summary>A circuit breaker for one upstream. Thread-safe; while closed, admitting a call
     /// and recording its success read the breaker's fast-path word in place (docs/ffi.md "The
-    /// fast-path word") and make no call into the native library.</summary>
+    /// fast-path word") and make no call into the native library. A breaker made without a clock
+    /// refuses in place too while open (docs/ffi.md "The refusal block"): it reads the block
+    /// beside the word and Stopwatch's clock mapped onto the library's.</summary>
     public sealed class Breaker : IDisposable
     {
         /// <summary>The fast-path word layout this binding reads; another version reported by the
         /// library turns the fast path off (every call goes to the library).</summary>
         internal const uint FastPathVersion = 1;
 
+        /// <summary>The refusal block layout and protocol this binding implements; another version
+        /// reported by the library sends every refusal to the library.</summary>
+        internal const uint RefusalPathVersion = 1;
+
         // What Load gives without a usable word: it admits nothing (state bits 7) and matches no
         // clean success.
         const ulong NoWord = ulong.MaxValue;
 
-        // Bits of `gate`: Dispose was called; the native breaker was freed; calls in flight.
+        // Bits of `gate`: Dispose was called; the native breaker was freed; refusals are decided
+        // on the refusal block (set once, by the constructor: a bit here rather than a field of
+        // its own keeps the object at 40 bytes); calls in flight.
         const int Closed = int.MinValue;
         const int Freed = 1 << 30;
-        const int InFlight = Freed - 1;
+        const int InPlace = 1 << 29;
+        const int InFlight = InPlace - 1;
 
         // The library's admit mask (a constant of the loaded library, the same for every breaker:
         // kept once rather than in each object), 0 until the first breaker reads it.
         static long admitMask;
+        // The library's counting mask of the refusal block, kept once in the same way.
+        static long countingMask;
 
         // The holdoff_breaker* this object owns, freed once: by Dispose, by the last call in
         // flight after Dispose, or by the finalizer.
@@ -36,7 +47,9 @@ namespace Holdoff
         // the library) and the id the library's permits of this breaker carry.
         readonly unsafe ulong* word;
         readonly uint id;
-        // Calls into the library in flight on `raw`, with the Closed and Freed bits: the native
+        // Calls into the library in flight on `raw`, with the Closed, Freed and InPlace bits
+        // (InPlace: the word's block is version 1 and the breaker reads the breakers' shared,
+        // mapped system clock; else every refusal goes to the library): the native
         // breaker is freed only once Closed is set and nothing is in flight. Two interlocked
         // operations a call, cheaper than a SafeHandle's reference (and one object less per
         // breaker). Reads of the word do not count here (they would make two threads on one
@@ -45,8 +58,9 @@ namespace Holdoff
         int gate;
 
         /// <summary>Takes over the native breaker of <paramref name="h"/> (which is left invalid:
-        /// this object frees the breaker).</summary>
-        internal unsafe Breaker(BreakerHandle h)
+        /// this object frees the breaker). <paramref name="onSharedClock"/>: it reads
+        /// <see cref="BreakerClock.Shared"/>, so it may refuse in place.</summary>
+        internal unsafe Breaker(BreakerHandle h, bool onSharedClock = false)
         {
             raw = h.DangerousGetHandle();
             h.SetHandleAsInvalid();
@@ -59,12 +73,29 @@ namespace Holdoff
             if (mask != 0 && mask != (long)fp.AdmitMask) return;
             word = (ulong*)fp.Word;
             id = fp.Breaker;
+            if (onSharedClock && BreakerClock.Mapped && RefusalBlock(raw, fp.Word)) gate = InPlace;
         }
 
-        /// <summary>A closed breaker reading <paramref name="clock"/> (the system clock when null).
+        /// <summary>Whether the library's refusal block of <paramref name="breaker"/> is the one
+        /// this binding implements: version 1, its cells at their offsets from
+        /// <paramref name="word"/>, the counting mask the one kept.</summary>
+        static bool RefusalBlock(IntPtr breaker, IntPtr word)
+        {
+            RefusalPathC rp;
+            if (Native.holdoff_breaker_refusal_path(breaker, out rp) != Status.Ok) return false;
+            long w = word.ToInt64();
+            if (rp.Version != RefusalPathVersion || rp.Word != word || rp.RefuseUntil.ToInt64() != w + 8
+                || rp.Refusals.ToInt64() != w + 16 || rp.Seq.ToInt64() != w + 24 || rp.CountingMask == 0)
+                return false;
+            long mask = Interlocked.CompareExchange(ref countingMask, (long)rp.CountingMask, 0);
+            return mask == 0 || mask == (long)rp.CountingMask;
+        }
+
+        /// <summary>A closed breaker reading <paramref name="clock"/> (when null, the one system
+        /// clock every breaker made without a clock shares: only such a breaker refuses in place).
         /// Throws InvalidConfigException (an ArgumentException) naming the invalid property and
         /// field; ArgumentNullException for a null <paramref name="options"/>.</summary>
-        public Breaker(BreakerOptions options, Clock clock = null) : this(Create(options, clock)) { }
+        public Breaker(BreakerOptions options, Clock clock = null) : this(Create(options, clock), clock == null) { }
 
         static BreakerHandle Create(BreakerOptions options, Clock clock)
         {
@@ -81,6 +112,10 @@ namespace Holdoff
         /// <summary>Whether admissions and clean successes are decided on the fast-path word
         /// (false when the library reports another layout version).</summary>
         internal unsafe bool OnWord { get { return word != null; } }
+
+        /// <summary>Whether refusals are decided on the refusal block (false: every refusal goes
+        /// to the library).</summary>
+        internal bool RefusesInPlace { get { return (Volatile.Read(ref gate) & InPlace) != 0; } }
 
         /// <summary>Whether Dispose has been called (the native breaker may still be waiting for
         /// calls in flight).</summary>
@@ -163,6 +198,62 @@ namespace Holdoff
             return w;
         }
 
+        /// <summary>The fast-path word as <see cref="Load"/> gives it; when it does not admit and
+        /// the breaker refuses in place, also the refusal decided on the refusal block in the same
+        /// read (refused true, <paramref name="refusal"/> filled, the refusal counted).</summary>
+        unsafe ulong LoadOrRefuse(out bool refused, out RefusalC refusal)
+        {
+            refused = false;
+            refusal = default(RefusalC);
+            if (word == null) return NoWord;
+            var r = WordReader.Mine();
+            // Announce the read (a full fence), then check Closed: see WordReader.WaitOut. The
+            // refusal's reads and its count are inside the announced read too.
+            Interlocked.Exchange(ref r.Reading, this);
+            ulong w = NoWord;
+            int g = Volatile.Read(ref gate);
+            if (g >= 0)
+            {
+                bool inPlace = (g & InPlace) != 0;
+                // The protocol reads the sequence counter before the word.
+                uint s = inPlace ? Volatile.Read(ref *(uint*)(word + 3)) : 0;
+                w = Volatile.Read(ref *word);
+                if (inPlace && !Admits(w)) refused = Refuse(s, w, ref refusal);
+            }
+            Volatile.Write(ref r.Reading, null);
+            return w;
+        }
+
+        /// <summary>The refusal protocol of docs/ffi.md "The refusal block" (version 1) on this
+        /// breaker's block, given <paramref name="s"/> and <paramref name="w"/> (the sequence
+        /// counter, then the word, as loaded): true with the refusal the library would have given,
+        /// counted in the block's refusal count; false when the library must decide. Only between
+        /// the announcement and the end of a read of the word (the native breaker is alive).</summary>
+        unsafe bool Refuse(uint s, ulong w, ref RefusalC refusal)
+        {
+            // Counting metrics: the library counts every refusal in them too.
+            if ((w & (ulong)countingMask) != 0) return false;
+            uint state = (uint)(w & 7);
+            if (state == (uint)State.Open || state == (uint)State.HalfOpen)
+            {
+                ulong until = Volatile.Read(ref word[1]);
+                if ((s & 1) != 0 || until == 0 || Volatile.Read(ref *(uint*)(word + 3)) != s) return false;
+                ulong now = BreakerClock.NowNs();
+                // A probe may be due: the library decides.
+                if (now >= until) return false;
+                refusal.RetryAfterNs = until - now;
+                refusal.HasRetryAfter = 1;
+            }
+            else if (state != (uint)State.ForcedOpen)
+            {
+                return false;
+            }
+            refusal.State = state;
+            refusal.Episode = (uint)(w >> 32);
+            Interlocked.Increment(ref *(long*)(word + 2));
+            return true;
+        }
+
         /// <summary>Whether <paramref name="w"/> admits a call without the library.</summary>
         static bool Admits(ulong w) { return (w & (ulong)admitMask) == 0; }
 
@@ -228,8 +319,8 @@ namespace Holdoff
 
         /// <summary>Admits the call (true, with its permit) or refuses it (false and a null
         /// permit), without building the refusal: for callers that do not read when a probe may
-        /// go, a refusal costs only the call into the library. ObjectDisposedException after
-        /// Dispose.</summary>
+        /// go, a refusal costs one read of the refusal block (or one call into the library).
+        /// ObjectDisposedException after Dispose.</summary>
         public bool TryAllow(out Permit permit)
         {
             RefusalC r;
@@ -255,11 +346,16 @@ namespace Holdoff
         /// permit, or false with the refusal filled and a null permit).</summary>
         bool Admit(out Permit permit, out RefusalC refusal)
         {
-            ulong w = Load();
+            bool refused;
+            ulong w = LoadOrRefuse(out refused, out refusal);
+            if (refused)
+            {
+                permit = null;
+                return false;
+            }
             if (w != NoWord && Admits(w))
             {
                 permit = new Permit(id, (uint)(w >> 32));
-                refusal = default(RefusalC);
                 return true;
             }
             Acquire();
@@ -316,7 +412,10 @@ namespace Holdoff
         public Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
         {
             if (fn == null) throw new ArgumentNullException("fn");
-            ulong w = Load();
+            bool refused;
+            RefusalC r;
+            ulong w = LoadOrRefuse(out refused, out r);
+            if (refused) return Task.FromException(Refusal(r));
             if (w == NoWord || !Admits(w)) return Protect(null, fn, null, null, ct);
             uint episode = (uint)(w >> 32);
             Task t;

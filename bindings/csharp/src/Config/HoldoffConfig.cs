@@ -87,16 +87,18 @@ namespace Holdoff
         }
 
         /// <summary>A breaker from the breaker part (the core's defaults without one), reading
-        /// <paramref name="clock"/> (the system clock when null).</summary>
+        /// <paramref name="clock"/> (when null, the one system clock every breaker made without a
+        /// clock shares; such a breaker may refuse without calling into the library).</summary>
         public Breaker NewBreaker(Clock clock = null)
         {
-            return new Breaker(NewBreakerHandle(clock));
+            return new Breaker(NewBreakerHandle(clock), clock == null);
         }
 
-        /// <summary>The native breaker <see cref="NewBreaker"/> wraps.</summary>
+        /// <summary>The native breaker <see cref="NewBreaker"/> wraps, on the breakers' shared
+        /// system clock when <paramref name="clock"/> is null.</summary>
         internal BreakerHandle NewBreakerHandle(Clock clock)
         {
-            return Make<BreakerHandle>(Native.holdoff_breaker_new, clock);
+            return Make<BreakerHandle>(Native.holdoff_breaker_new, clock ?? BreakerClock.Shared);
         }
 
         /// <summary>A group whose template is the breaker part (the core's defaults without one),

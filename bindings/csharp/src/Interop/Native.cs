@@ -56,6 +56,7 @@ namespace Holdoff.Interop
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_allow(IntPtr breaker, out PermitC permit, out RefusalC refusal);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_record(IntPtr breaker, ref PermitC permit, uint outcome, ulong retryLaterNs, out uint effect);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_fast_path(IntPtr breaker, out FastPathC fastPath);
+        [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_refusal_path(IntPtr breaker, out RefusalPathC refusalPath);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_snapshot(IntPtr breaker, out SnapshotC snapshot);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_drain_events(IntPtr breaker, [Out] StateChangeC[] events, UIntPtr capacity, out UIntPtr len);
         [DllImport(Lib, CallingConvention = Cc)] public static extern uint holdoff_breaker_force_open(IntPtr breaker);
