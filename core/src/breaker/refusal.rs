@@ -84,10 +84,23 @@ pub fn refuse_on_block(
     cells: &RefusalCells<'_>,
     now: impl FnOnce() -> u64,
 ) -> Option<BlockRefusal> {
+    refuse(word, cells, true, now)
+}
+
+/// [`refuse_on_block`], and the core's own refusal without the lock when `counting_crosses` is
+/// false: the core counts a refusal in its metrics itself, so counting need not send it to
+/// the lock.
+#[inline]
+fn refuse(
+    word: &AtomicU64,
+    cells: &RefusalCells<'_>,
+    counting_crosses: bool,
+    now: impl FnOnce() -> u64,
+) -> Option<BlockRefusal> {
     let s = cells.seq.load(Ordering::SeqCst);
     let w = word.load(Ordering::Acquire);
     // Counting metrics: the library counts every refusal in them too.
-    if w & FAST_PATH_COUNTING != 0 {
+    if counting_crosses && w & FAST_PATH_COUNTING != 0 {
         return None;
     }
     let state = State::from_bits(w);
@@ -245,29 +258,10 @@ impl Breaker {
     /// word and the published deadline agree and `now` is before it. `None`: take the lock.
     #[inline]
     pub(super) fn refuse_fast(&self, now: &LazyNow<'_>) -> Option<Refusal> {
-        let s = self.seq.load(Ordering::SeqCst);
-        let w = self.word.load(Ordering::Acquire);
-        let state = State::from_bits(w);
-        let retry_after = match state {
-            State::ForcedOpen => None,
-            State::Open | State::HalfOpen => {
-                let until = self.refuse_until.load(Ordering::SeqCst);
-                if s & 1 != 0 || until == 0 || self.seq.load(Ordering::SeqCst) != s {
-                    return None;
-                }
-                let t = now.get();
-                if t.as_nanos() >= until {
-                    return None;
-                }
-                Some(Instant::from_nanos(until).saturating_since(t))
-            }
-            State::Closed | State::Disabled => return None,
-        };
-        self.refusals.fetch_add(1, Ordering::Relaxed);
-        Some(Refusal {
-            retry_after,
-            state,
-            episode: word_episode(w),
+        refuse(&self.word, &self.refusal_cells(), false, || now.get().as_nanos()).map(|r| Refusal {
+            retry_after: r.retry_after,
+            state: r.state,
+            episode: r.episode,
         })
     }
 
