@@ -348,7 +348,9 @@ def test_freeing_the_breaker_joins_its_threads(redis: RedisServer) -> None:
         one()
         assert threads() > before
         gc.collect()
-        assert threads() == before
+        # Joined by then; a joined thread's entry in /proc/self/task goes a moment after the join
+        # returns (the kernel wakes the joiner before it releases the task), so it may be seen.
+        until(lambda: threads() == before, 0.5)
 
 
 def test_redis_down_falls_back_local_and_never_blocks(redis: RedisServer) -> None:
