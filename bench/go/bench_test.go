@@ -1,8 +1,9 @@
 package bench_test
 
-// allow+record on a closed breaker (on the fast-path word), a refusal (through cgo) and the
-// protected call, holdoff against sony/gobreaker's and failsafe-go's equivalents, in the same run
-// (go test -bench . in bench/go; BenchmarkCgoCall in floor_test.go is the crossing alone).
+// allow+record on a closed breaker (on the fast-path word), a refusal on a tripped one (in place:
+// Allow's, with its *BreakerOpenError, and TryAllow's, without) and the protected call, holdoff
+// against sony/gobreaker's and failsafe-go's equivalents, in the same run (go test -bench . in
+// bench/go; BenchmarkCgoCall in floor_test.go is the crossing alone).
 
 import (
 	"context"
@@ -100,6 +101,27 @@ func BenchmarkHoldoffRefuse(b *testing.B) {
 		if _, err := br.Allow(); err == nil {
 			b.Fatal("admitted")
 		}
+	}
+}
+
+func BenchmarkHoldoffTryAllowRefuse(b *testing.B) {
+	br := newBench(b)
+	tripHoldoff(br)
+	for b.Loop() {
+		if _, ok := br.TryAllow(); ok {
+			b.Fatal("admitted")
+		}
+	}
+}
+
+func BenchmarkHoldoffTryAllowRecord(b *testing.B) {
+	br := newBench(b)
+	for b.Loop() {
+		p, ok := br.TryAllow()
+		if !ok {
+			b.Fatal("refused")
+		}
+		br.Record(&p, holdoff.Success)
 	}
 }
 

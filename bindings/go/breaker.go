@@ -324,10 +324,9 @@ func (b *Breaker) fastID() (id uint32, open bool) {
 }
 
 // fastAdmit admits a call on the word alone, writing the permit the library would have
-// issued; false: ask the library.
-func (b *Breaker) fastAdmit(p *C.holdoff_permit) bool {
-	id, open := b.fastID()
-	if !open {
+// issued; false: ask the library. s is the handle's state, loaded by the caller.
+func (b *Breaker) fastAdmit(s int64, p *C.holdoff_permit) bool {
+	if s&(handleClosed|handlePinned) != handlePinned {
 		return false
 	}
 	w := atomic.LoadUint64(b.word)
@@ -335,7 +334,7 @@ func (b *Breaker) fastAdmit(p *C.holdoff_permit) bool {
 	if w&fastAdmitMask != 0 {
 		return false
 	}
-	*p = C.holdoff_permit{raw_breaker: C.uint32_t(id), raw_episode: C.uint32_t(w >> 32)}
+	*p = C.holdoff_permit{raw_breaker: C.uint32_t(uint64(s) >> handleTagShift), raw_episode: C.uint32_t(w >> 32)}
 	return true
 }
 
@@ -359,9 +358,8 @@ const refusesInPlace = handleMark
 // (docs/ffi.md "The refusal block"; the core's refuse_on_block is the reference): forced open,
 // or open or half-open before the published deadline, with its metrics not counting. It
 // writes the refusal to r and counts it in the block, so the snapshot's Refusals include it.
-// False: ask the library.
-func (b *Breaker) refuse(r *inPlaceRefusal) bool {
-	s := b.h.state.Load()
+// False: ask the library. s is the handle's state, loaded by the caller.
+func (b *Breaker) refuse(s int64, r *refusal) bool {
 	if s&(handleClosed|handlePinned|refusesInPlace) != handlePinned|refusesInPlace {
 		return false
 	}
@@ -370,11 +368,12 @@ func (b *Breaker) refuse(r *inPlaceRefusal) bool {
 	seq := (*uint32)(unsafe.Add(base, refusalSeqOffset))
 	q := atomic.LoadUint32(seq)
 	w := atomic.LoadUint64(b.word)
-	*r = inPlaceRefusal{state: State(w & 7), episode: uint32(w >> 32)}
+	r.state, r.episode = State(w&7), uint32(w>>32)
 	switch {
 	case w&refusalCounting != 0:
 		return false
 	case r.state == ForcedOpen:
+		r.wait, r.hasWait = 0, false
 	case r.state == Open || r.state == HalfOpen:
 		until := atomic.LoadUint64((*uint64)(unsafe.Add(base, refuseUntilOffset)))
 		if q&1 != 0 || until == 0 || atomic.LoadUint32(seq) != q {
@@ -386,7 +385,7 @@ func (b *Breaker) refuse(r *inPlaceRefusal) bool {
 		}
 		// Saturated as the library's refusals are: a wait past what a Duration holds (an open
 		// interval of centuries) must not wrap to a negative one.
-		r.wait = time.Duration(min(until-now, math.MaxInt64))
+		r.wait, r.hasWait = time.Duration(min(until-now, math.MaxInt64)), true
 	default:
 		return false
 	}
@@ -395,18 +394,25 @@ func (b *Breaker) refuse(r *inPlaceRefusal) bool {
 	return true
 }
 
-// inPlaceRefusal is a refusal refuse decided: wait is the time to the deadline (none while
-// forced open).
-type inPlaceRefusal struct {
+// refusal is a refusal, decided in place or by the library: wait is the time to the next
+// probe (hasWait; none while forced open).
+type refusal struct {
 	wait    time.Duration
 	state   State
 	episode uint32
+	hasWait bool
 }
 
-// err is the *BreakerOpenError the library would have returned.
-func (r *inPlaceRefusal) err() *BreakerOpenError {
+// fromC is the library's refusal.
+func (r *refusal) fromC(c *C.holdoff_refusal) {
+	r.wait, r.hasWait = optDur(c.has_retry_after, c.retry_after_ns)
+	r.state, r.episode = State(c.state), uint32(c.episode)
+}
+
+// err is the *BreakerOpenError of the refusal.
+func (r *refusal) err() *BreakerOpenError {
 	return &BreakerOpenError{Unavailable: Unavailable{Reason: BreakerOpenReason, RetryAfter: r.wait,
-		HasRetryAfter: r.state != ForcedOpen}, State: r.state, Episode: r.episode}
+		HasRetryAfter: r.hasWait}, State: r.state, Episode: r.episode}
 }
 
 // fastRecordable is what Record and Do may record on the word: a success (with a delay the
@@ -503,22 +509,64 @@ func (b *Breaker) Allow() (p *Permit, err error) {
 	return p, err
 }
 
-// admit writes a permit to c, admitted on the word when it can be, else by the library, or
-// returns the refusal, decided in place when it can be, else by the library.
+// admit writes a permit to c, or returns the refusal as a *BreakerOpenError, or another error
+// (admitOrRefuse).
 func (b *Breaker) admit(c *C.holdoff_permit) error {
+	var r refusal
+	if ok, err := b.admitOrRefuse(c, &r); ok || err != nil {
+		return err
+	}
+	return r.err()
+}
+
+// TryAllow asks to make a call, as Allow does, without making an error value when refused: it
+// admits the call (closed, disabled, or as a due probe) and returns its permit and true, or
+// refuses it and returns a zero Permit and false. Record an admitted call's permit (&p) exactly
+// once, as Allow's, and not through copies: the permit carries its recorded flag, so a copy
+// recorded again is not refused as a second record. A refusal is counted as Allow's is (the snapshot's Refusals, the metrics)
+// and, while open on the shared system clock, costs one clock reading and no allocation. Use
+// Allow instead to learn why a call was refused: its *BreakerOpenError carries the state, the
+// episode and the time to the next probe (RetryAfter).
+//
+// False also when the breaker cannot admit at all: a nil b, or after Close (Err then says
+// which, as the error Allow would return), or a failure of the C library itself (a bug in
+// holdoff, which Allow returns as an error). Like Allow, it is an act of admission: an
+// admitted probe is spent even if the call is never made.
+func (b *Breaker) TryAllow() (p Permit, ok bool) {
+	var r refusal
+	ok, _ = b.admitOrRefuse(&p.c, &r)
+	return p, ok
+}
+
+// Err is nil while the breaker can admit calls, and the error Allow would return when it
+// cannot: an *Error matching ErrClosed after Close, or one matching ErrInvalidInput (field
+// breaker) for a nil b. TryAllow returns false in both cases.
+func (b *Breaker) Err() error {
 	if b == nil {
 		return nilErr("breaker")
 	}
-	if b.fastAdmit(c) {
-		return nil
+	return b.alive()
+}
+
+// admitOrRefuse is the admission of Allow and TryAllow. True: it wrote a permit to c, admitted
+// on the word when it can be, else by the library. False with a nil error: refused, the refusal
+// in r, decided in place when it can be, else by the library. False with an error: a nil b,
+// ErrClosed after Close, or the library's failure.
+func (b *Breaker) admitOrRefuse(c *C.holdoff_permit, r *refusal) (bool, error) {
+	if b == nil {
+		return false, nilErr("breaker")
 	}
-	var r inPlaceRefusal
-	if b.refuse(&r) {
-		return r.err()
+	// One load of the handle's state for both decisions on the word.
+	s := b.h.state.Load()
+	if b.fastAdmit(s, c) {
+		return true, nil
+	}
+	if b.refuse(s, r) {
+		return false, nil
 	}
 	h, held, err := b.use()
 	if err != nil {
-		return err
+		return false, err
 	}
 	countLibraryCall()
 	var cr C.holdoff_refusal
@@ -526,11 +574,12 @@ func (b *Breaker) admit(c *C.holdoff_permit) error {
 	b.done(held)
 	switch st {
 	case C.HOLDOFF_STATUS_OK:
-		return nil
+		return true, nil
 	case C.HOLDOFF_STATUS_BREAKER_OPEN:
-		return refusalErr(&cr)
+		r.fromC(&cr)
+		return false, nil
 	}
-	return errOf(st)
+	return false, errOf(st)
 }
 
 // Record reports the outcome of a call admitted by Allow. Errors: ErrForeignPermit (another
@@ -600,9 +649,9 @@ func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error 
 		return err
 	}
 	var p Permit
-	if !b.fastAdmit(&p.c) {
-		var ir inPlaceRefusal
-		if b.refuse(&ir) {
+	if s := b.h.state.Load(); !b.fastAdmit(s, &p.c) {
+		var ir refusal
+		if b.refuse(s, &ir) {
 			b.done(held)
 			return ir.err()
 		}

@@ -310,19 +310,30 @@ var (
 // nowOnBreakerClock is a reading of breakerClock (ns since its origin) made from Go's monotonic
 // clock, never earlier than the library's own reading at the same moment (see clockOffset): a
 // refusal decided on it can only fall back to the library early, never refuse past a deadline.
+//
+// Inside a testing/synctest bubble Go's clock is fake and reads from the bubble's origin on the
+// wall clock (the year 2000), before goOrigin: such a reading is the latest there is, so that
+// the library decides.
 func nowOnBreakerClock() uint64 {
-	return uint64(max(int64(time.Since(goOrigin))+breakerClockOffset, 0))
+	d := time.Since(goOrigin)
+	if d < 0 {
+		return math.MaxUint64
+	}
+	return uint64(max(int64(d)+breakerClockOffset, 0))
 }
 
 // clockOffset measures the offset from Go's monotonic readings (time.Since(goOrigin)) to those
 // of c, a system clock: on Linux both read CLOCK_MONOTONIC, so it is one constant. Each try
 // reads Go's clock, then c; as c's reading comes after Go's, reading minus Go's is the true
 // offset plus the time between the two readings, never less: the smallest of a few tries is the
-// closest. ok is false if c cannot be read.
+// closest. ok is false if c cannot be read, or Go's clock is a synctest bubble's.
 func clockOffset(c *C.holdoff_clock) (offset int64, ok bool) {
 	offset = math.MaxInt64
 	for range 16 {
 		g := time.Since(goOrigin)
+		if g < 0 { // a synctest bubble's fake clock (see nowOnBreakerClock): no offset to measure
+			return 0, false
+		}
 		var ns C.uint64_t
 		if C.holdoff_clock_now(c, &ns) != C.HOLDOFF_STATUS_OK {
 			return 0, false

@@ -431,6 +431,9 @@ func (c *ctx) allow(step obj, a obj) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if onlyAdmission(step["expect"]) {
+		return c.tryAllow(step, b, a)
+	}
 	p, err := b.Allow()
 	if err != nil {
 		open, ok := err.(*holdoff.BreakerOpenError)
@@ -446,6 +449,37 @@ func (c *ctx) allow(step obj, a obj) (bool, error) {
 	a["episode"] = p.Episode()
 	a["probe"] = p.IsProbe()
 	c.permits[str(step, "as", "_last")] = namedPermit{p, b}
+	return true, nil
+}
+
+// onlyAdmission reports whether a step's expect checks nothing that only a refusal's error
+// carries (retry_after_ms, state): such a step asks through TryAllow, so that the cases run
+// through both ways of asking.
+func onlyAdmission(expect any) bool {
+	want, ok := expect.(map[string]any)
+	if !ok {
+		return false
+	}
+	_, retryAfter := want["retry_after_ms"]
+	_, state := want["state"]
+	return !retryAfter && !state
+}
+
+// tryAllow is allow through TryAllow; a false from a breaker that cannot admit (Err) is the
+// step's error, not a refusal.
+func (c *ctx) tryAllow(step obj, b *holdoff.Breaker, a obj) (bool, error) {
+	p, ok := b.TryAllow()
+	if !ok {
+		if err := b.Err(); err != nil {
+			return false, err
+		}
+		a["admitted"] = false
+		return false, nil
+	}
+	a["admitted"] = true
+	a["episode"] = p.Episode()
+	a["probe"] = p.IsProbe()
+	c.permits[str(step, "as", "_last")] = namedPermit{&p, b}
 	return true, nil
 }
 

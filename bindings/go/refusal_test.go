@@ -147,10 +147,14 @@ func TestRefusalCrossesWhenItMust(t *testing.T) {
 	b := openBreaker(t, 30*time.Second)
 	refusedNow(t, b)
 	must(b.Metrics())
-	const n = 10
+	const n = 10 // half through Allow, half through TryAllow
 	if calls := libraryCalls(func() {
-		for range n {
-			refusedNow(t, b)
+		for i := range n {
+			if i%2 == 0 {
+				refusedNow(t, b)
+			} else {
+				tryRefused(t, b)
+			}
 		}
 	}); calls != n {
 		t.Fatalf("%d library calls for %d counted refusals, want %d", calls, n, n)
@@ -167,11 +171,12 @@ func TestRefusalCrossesWhenItMust(t *testing.T) {
 	}
 }
 
-// Goroutines refusing in place race goroutines whose probes and failures go through the library
-// (a 1 ms interval on the system clock, so probes fall due all along): every refusal any caller
-// saw is in the snapshot's count, exactly; every wait is within the interval; and no failure is
-// lost: each failure the library counted for a call admitted while closed is one trip
-// (threshold 1), so the snapshot's opens are those failures plus the first trip.
+// Goroutines refusing in place (through Allow and TryAllow) race goroutines whose probes and
+// failures go through the library (a 1 ms interval on the system clock, so probes fall due all
+// along): every refusal any caller saw is in the snapshot's count, exactly; every wait Allow
+// gives is within the interval; and no failure is lost: each failure the library counted for a
+// call admitted while closed is one trip (threshold 1), so the snapshot's opens are those
+// failures plus the first trip.
 func TestStressRefusalInPlaceAgainstLibrary(t *testing.T) {
 	const interval = time.Millisecond
 	b := openBreaker(t, interval)
@@ -188,18 +193,30 @@ func TestStressRefusalInPlaceAgainstLibrary(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				for i := range calls {
-					p, err := b.Allow()
-					var open *holdoff.BreakerOpenError
-					switch {
-					case errors.As(err, &open):
-						refusals.Add(1)
-						if !open.HasRetryAfter || open.RetryAfter <= 0 || open.RetryAfter > interval {
-							fail(open.Error())
+					// Half the goroutines ask through TryAllow, half through Allow.
+					var p *holdoff.Permit
+					if w%2 == 1 {
+						tp, ok := b.TryAllow()
+						if !ok {
+							refusals.Add(1)
+							continue
 						}
-						continue
-					case err != nil:
-						fail(err.Error())
-						return
+						p = &tp
+					} else {
+						var err error
+						p, err = b.Allow()
+						var open *holdoff.BreakerOpenError
+						switch {
+						case errors.As(err, &open):
+							refusals.Add(1)
+							if !open.HasRetryAfter || open.RetryAfter <= 0 || open.RetryAfter > interval {
+								fail(open.Error())
+							}
+							continue
+						case err != nil:
+							fail(err.Error())
+							return
+						}
 					}
 					probe := p.IsProbe()
 					if probe {
@@ -257,5 +274,170 @@ func TestBreakerOpenErrorSize(t *testing.T) {
 	}
 	if n := unsafe.Sizeof(holdoff.BreakerOpenError{}); n != 64 {
 		t.Fatalf("*BreakerOpenError is %d bytes, want 64", n)
+	}
+}
+
+// tryRefused is TryAllow's refusal, failing the test if it admitted or returned a non-zero
+// permit.
+func tryRefused(t *testing.T, b *holdoff.Breaker) {
+	t.Helper()
+	if p, ok := b.TryAllow(); ok || p != (holdoff.Permit{}) {
+		t.Fatalf("TryAllow: %v, %+v; want false and a zero permit", ok, p)
+	}
+}
+
+// TryAllow refuses a tripped breaker on the shared system clock in place, as Allow does: no
+// library call, no allocation, and each refusal in the snapshot's count.
+func TestTryAllowRefusesInPlace(t *testing.T) {
+	b := openBreaker(t, 30*time.Second)
+	if n := libraryCalls(func() {
+		for range 100 {
+			tryRefused(t, b)
+		}
+	}); n != 0 {
+		t.Fatalf("100 refusals made %d library calls, want 0", n)
+	}
+	if s := b.Snapshot(); s.Refusals != 100 || s.State != holdoff.Open {
+		t.Fatalf("snapshot: %+v; want open with 100 refusals", s)
+	}
+	const runs = 1000
+	if a := testing.AllocsPerRun(runs, func() { tryRefused(t, b) }); a != 0 {
+		t.Fatalf("a refusal in place allocates %v times, want 0", a)
+	}
+	// AllocsPerRun makes one more call than runs, to warm up.
+	if got, want := b.Snapshot().Refusals, uint64(100+runs+1); got != want {
+		t.Fatalf("snapshot counts %d refusals, want %d", got, want)
+	}
+	// Allow and TryAllow share the count.
+	refusedNow(t, b)
+	if got, want := b.Snapshot().Refusals, uint64(100+runs+2); got != want {
+		t.Fatalf("snapshot counts %d refusals, want %d", got, want)
+	}
+
+	b.ForceOpen()
+	if n := libraryCalls(func() { tryRefused(t, b) }); n != 0 {
+		t.Fatalf("a forced-open refusal made %d library calls, want 0", n)
+	}
+	if got, want := b.Snapshot().Refusals, uint64(100+runs+3); got != want {
+		t.Fatalf("snapshot counts %d refusals, want %d", got, want)
+	}
+}
+
+// On a manual clock TryAllow's refusal goes through the library, and is counted there; once the
+// clock passes the open interval, it admits the probe.
+func TestTryAllowCrossesOnAManualClock(t *testing.T) {
+	b, clock := fastBreaker(t, 1)
+	record(t, b, must(b.Allow()), holdoff.Failure, holdoff.Counted)
+	before := b.Snapshot()
+	if before.State != holdoff.Open || !before.HasRetryAfter {
+		t.Fatalf("not tripped: %+v", before)
+	}
+	if n := libraryCalls(func() { tryRefused(t, b) }); n != 1 {
+		t.Fatalf("a manual clock's refusal made %d library calls, want 1", n)
+	}
+	if got := b.Snapshot().Refusals; got != before.Refusals+1 {
+		t.Fatalf("snapshot counts %d refusals, want %d", got, before.Refusals+1)
+	}
+	if err := clock.Advance(before.RetryAfter); err != nil {
+		t.Fatal(err)
+	}
+	p, ok := b.TryAllow()
+	if !ok || !p.IsProbe() || p.Episode() != 1 {
+		t.Fatalf("TryAllow at the deadline: %v, probe %v, episode %d; want the probe of episode 1", ok, p.IsProbe(), p.Episode())
+	}
+	tryRefused(t, b) // the one probe slot is taken
+	record(t, b, &p, holdoff.Success, holdoff.Counted)
+	// The default configuration wants more than one probe answer: the first leaves it half-open.
+	if s := b.Snapshot(); s.State != holdoff.HalfOpen || s.Recoveries != 1 || s.Probes != 1 || s.Refusals != before.Refusals+2 {
+		t.Fatalf("after the probe's success: %+v", s)
+	}
+}
+
+// Past the deadline on the system clock, TryAllow admits the probe (through the library).
+func TestTryAllowAdmitsTheProbeAfterTheDeadline(t *testing.T) {
+	b := openBreaker(t, time.Millisecond)
+	time.Sleep(20 * time.Millisecond) // only ever later than the 1 ms deadline
+	var p holdoff.Permit
+	var ok bool
+	if n := libraryCalls(func() { p, ok = b.TryAllow() }); n != 1 || !ok {
+		t.Fatalf("a due probe: %v with %d library calls, want true with 1", ok, n)
+	}
+	if !p.IsProbe() || p.Episode() != 1 {
+		t.Fatalf("want the probe of episode 1: probe %v, episode %d", p.IsProbe(), p.Episode())
+	}
+	record(t, b, &p, holdoff.Success, holdoff.Counted)
+	if s := b.Snapshot(); s.State != holdoff.Closed || s.Refusals != 0 {
+		t.Fatalf("the probe's success did not close it: %+v", s)
+	}
+}
+
+// A closed breaker's TryAllow admits on the fast-path word, without allocating; its permit is
+// recorded once, as Allow's.
+func TestTryAllowAdmitsWhileClosed(t *testing.T) {
+	b, _ := fastBreaker(t, 3)
+	if n := libraryCalls(func() {
+		p, ok := b.TryAllow()
+		if !ok || p.IsProbe() || p.Episode() != 0 {
+			t.Fatalf("TryAllow while closed: %v, probe %v, episode %d", ok, p.IsProbe(), p.Episode())
+		}
+		record(t, b, &p, holdoff.Success, holdoff.Counted)
+	}); n != 0 {
+		t.Fatalf("a healthy TryAllow and Record made %d library calls, want 0", n)
+	}
+	p, _ := b.TryAllow()
+	record(t, b, &p, holdoff.Success, holdoff.Counted)
+	if _, err := b.Record(&p, holdoff.Success); !errors.Is(err, holdoff.ErrPermitAlreadyRecorded) {
+		t.Fatalf("second record: %v, want ErrPermitAlreadyRecorded", err)
+	}
+	if a := testing.AllocsPerRun(1000, func() {
+		p, ok := b.TryAllow()
+		if !ok {
+			t.Fatal("refused while closed")
+		}
+		b.Record(&p, holdoff.Success)
+	}); a != 0 {
+		t.Fatalf("TryAllow + Record allocate %v times, want 0", a)
+	}
+	// A failure through a TryAllow permit counts as Allow's.
+	for range 3 {
+		p, _ := b.TryAllow()
+		record(t, b, &p, holdoff.Failure, holdoff.Counted)
+	}
+	if s := b.Snapshot(); s.State != holdoff.Open || s.Opens != 1 {
+		t.Fatalf("three failures did not trip it: %+v", s)
+	}
+}
+
+// A breaker that cannot admit at all (closed, nil) makes TryAllow return false, and Err says why,
+// as Allow's error would.
+func TestTryAllowAfterClose(t *testing.T) {
+	for _, name := range []string{"open", "closed"} {
+		t.Run(name, func(t *testing.T) {
+			var b *holdoff.Breaker
+			if name == "open" {
+				b = openBreaker(t, 30*time.Second) // refuses in place until Close
+			} else {
+				b, _ = fastBreaker(t, 3)
+			}
+			if err := b.Err(); err != nil {
+				t.Fatalf("Err before Close: %v", err)
+			}
+			b.Close()
+			if n := libraryCalls(func() { tryRefused(t, b) }); n != 0 {
+				t.Fatalf("TryAllow after Close made %d library calls", n)
+			}
+			if err := b.Err(); !errors.Is(err, holdoff.ErrClosed) {
+				t.Fatalf("Err after Close: %v, want ErrClosed", err)
+			}
+			if _, err := b.Allow(); !errors.Is(err, holdoff.ErrClosed) {
+				t.Fatalf("Allow after Close: %v, want ErrClosed", err)
+			}
+		})
+	}
+	var nilBreaker *holdoff.Breaker
+	tryRefused(t, nilBreaker)
+	var e *holdoff.Error
+	if err := nilBreaker.Err(); !errors.Is(err, holdoff.ErrInvalidInput) || !errors.As(err, &e) || e.Field != "breaker" {
+		t.Fatalf("Err of a nil breaker: %v, want ErrInvalidInput naming breaker", err)
 	}
 }
