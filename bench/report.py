@@ -153,34 +153,52 @@ def peer_versions(subjects: dict) -> str:
     return ", ".join(out) if out else "none"
 
 
-# The subject whose one op is the least a holdoff call pays in that language: `noop_crossing`, one
-# no-op call across the binding's FFI (what a binding pays whenever it calls into the library),
-# or `clock_read` in Rust, the clock reading every refusal while open takes. Shown under the
-# table, not as a peer, with holdoff's ops that pay it as multiples of it.
+# The subject whose ops are the least holdoff can cost in that language. Its first call op is
+# the least a holdoff call pays: `noop_crossing`, one no-op call across the binding's FFI (what a
+# binding pays whenever it calls into the library), or `clock_read` in Rust, the clock reading
+# every refusal while open takes. Shown under the table, not as a peer, with holdoff's ops that
+# pay it as multiples of it.
 FLOOR = "floor"
 FLOOR_OPS = {
     "noop_crossing": ["allow_record", "refuse_open", "protected_call", "budget_429"],
     "clock_read": ["refuse_open"],
 }
+# The floor's size ops, each shown on a line of its own under the call floor's, with holdoff's
+# figure as a multiple of it: `bytes_per_breaker`, the least a breaker can take where the
+# binding's object must hold a native one (C#: a managed object holding nothing but the native
+# breaker's pointer, and that native breaker).
+FLOOR_SIZE_OPS = {"bytes_per_breaker": ["bytes_per_breaker"]}
+
+
+def floor_sentence(label: str, op: str, r: dict, ours: dict, paying: list[str]) -> str:
+    """"<label>, `op` (note): median unit; holdoff's `o` n.nn×, ... of it." for the ops of
+    `paying` holdoff recorded in the floor's unit."""
+    base = statistics.median(r["samples"])
+    parts = [
+        f"`{o}` {statistics.median(ours[o]['samples']) / base:.2f}×"
+        for o in paying
+        if o in ours and ours[o]["unit"] == r["unit"] and base > 0
+    ]
+    text = f"{label}, `{op}` ({r['note'] or 'no note'}): {num(base, r['unit'])} {r['unit']}"
+    if parts:
+        text += "; holdoff's " + ", ".join(parts) + " of it"
+    return text + "."
 
 
 def floor_line(subjects: dict) -> list[str]:
-    """One sentence: the floor's median and holdoff's ops that pay it as multiples of it."""
+    """The floor's sentences, each after a blank line: the call floor's median with holdoff's ops
+    that pay it as multiples of it, then each size floor's with holdoff's figure."""
     floor = subjects.get(FLOOR, {})
-    if not floor:
-        return []
-    op, r = next(iter(floor.items()))
-    base = statistics.median(r["samples"])
     ours = subjects.get("holdoff", {})
-    parts = [
-        f"`{o}` {statistics.median(ours[o]['samples']) / base:.2f}×"
-        for o in FLOOR_OPS.get(op, [])
-        if o in ours and ours[o]["unit"] == r["unit"] and base > 0
-    ]
-    text = f"Floor, `{op}` ({r['note'] or 'no note'}): {num(base, r['unit'])} {r['unit']}"
-    if parts:
-        text += "; holdoff's " + ", ".join(parts) + " of it"
-    return ["", text + "."]
+    out = []
+    calls = [(op, r) for op, r in floor.items() if op not in FLOOR_SIZE_OPS]
+    if calls:
+        op, r = calls[0]
+        out += ["", floor_sentence("Floor", op, r, ours, FLOOR_OPS.get(op, []))]
+    for op, r in floor.items():
+        if op in FLOOR_SIZE_OPS:
+            out += ["", floor_sentence("Bytes floor", op, r, ours, FLOOR_SIZE_OPS[op])]
+    return out
 
 
 def lang_table(lang: str, subjects: dict) -> list[str]:

@@ -5,7 +5,9 @@
 // Admission and a clean success read the breaker's fast-path word without calling into the
 // library; a refusal of a breaker made without a clock is decided on its refusal block (the
 // word, the deadline, Stopwatch's clock mapped onto the library's), also without a call.
-// `floor` (a no-op P/Invoke, same run) is what each call into the library costs.
+// `floor` (a no-op P/Invoke, same run) is what each call into the library costs; its
+// `bytes_per_breaker` (an object holding nothing but a native breaker's pointer) is the least a
+// breaker can take.
 //
 // Each sample is one timed batch sized to ~50 ms (ns/op = batch wall time / batch size), 5
 // samples after a calibration batch. Prints a summary; with HOLDOFF_BENCH_OUT=<file> it also
@@ -75,6 +77,16 @@ namespace Holdoff.Bench
         }
     }
 
+    /// <summary>The bytes floor: a managed object holding one native breaker's pointer and
+    /// nothing else, the least a C# breaker can be (it has no gate, so a Dispose racing a call
+    /// could free the breaker under it, and no finalizer).</summary>
+    sealed class NativeBreakerOnly
+    {
+        public readonly IntPtr Raw;
+
+        public NativeBreakerOnly(IntPtr raw) { Raw = raw; }
+    }
+
     static class Program
     {
         const int Samples = 5;
@@ -94,6 +106,18 @@ namespace Holdoff.Bench
         /// <summary>The floor: a call into libholdoff that does nothing but return a constant.</summary>
         [DllImport("holdoff", CallingConvention = CallingConvention.Cdecl)]
         static extern uint holdoff_abi_version();
+
+        [DllImport("holdoff", CallingConvention = CallingConvention.Cdecl)]
+        static extern uint holdoff_clock_new_system(out IntPtr clock);
+
+        [DllImport("holdoff", CallingConvention = CallingConvention.Cdecl)]
+        static extern uint holdoff_clock_free(IntPtr clock);
+
+        [DllImport("holdoff", CallingConvention = CallingConvention.Cdecl)]
+        static extern uint holdoff_breaker_new(IntPtr config, IntPtr clock, out IntPtr breaker);
+
+        [DllImport("holdoff", CallingConvention = CallingConvention.Cdecl)]
+        static extern uint holdoff_breaker_free(IntPtr breaker);
 
         static double NativeBytes()
         {
@@ -337,6 +361,24 @@ namespace Holdoff.Bench
             var opts = new BreakerOptions();
             Memory("holdoff", "bytes_per_breaker", "managed (GC.GetTotalMemory) + native (mallinfo2) delta over 100k new Breaker(defaults)",
                 i => new Breaker(opts), DisposeAll);
+            // The floor of the same figure: what holdoff's Breaker holds (one native breaker on one
+            // shared system clock, as Breaker(defaults) makes) in the smallest managed object.
+            IntPtr floorClock;
+            if (holdoff_clock_new_system(out floorClock) != 0) throw new InvalidOperationException("holdoff_clock_new_system");
+            var floorObjects = new List<NativeBreakerOnly>();
+            Memory("floor", "bytes_per_breaker",
+                "managed + native delta over 100k objects holding one IntPtr each, from holdoff_breaker_new(NULL: the defaults, one system clock) through P/Invoke: the least a C# breaker can be",
+                i =>
+                {
+                    IntPtr raw;
+                    if (holdoff_breaker_new(IntPtr.Zero, floorClock, out raw) != 0) throw new InvalidOperationException("holdoff_breaker_new");
+                    var o = new NativeBreakerOnly(raw);
+                    if (i < 0) floorObjects.Add(o);
+                    return o;
+                },
+                objs => { foreach (NativeBreakerOnly o in objs) holdoff_breaker_free(o.Raw); });
+            foreach (var o in floorObjects) holdoff_breaker_free(o.Raw);
+            holdoff_clock_free(floorClock);
             Memory("lock-baseline", "bytes_per_breaker", "GC.GetTotalMemory delta over 100k new LockBreaker()",
                 i => new LockBreaker(), objs => { });
             BreakerGroup mg = null;

@@ -5,6 +5,7 @@
 using System;
 using System.Collections.Generic;
 using System.Linq;
+using System.Reflection;
 using System.Runtime.InteropServices;
 using System.Threading;
 using System.Threading.Tasks;
@@ -50,7 +51,34 @@ namespace Holdoff.Tests
                     "version 1, admit mask 0xF: " + fp.Version + " " + fp.AdmitMask);
                 Check(b.OnWord, "a breaker decides on its word");
                 Check((ulong)Marshal.ReadInt64(fp.Word) == 0, "a new breaker's word: closed, episode 0, nothing pending");
+                Check(fp.Word == b.Raw, "the handle is the word's address");
+                Check(fp.Breaker != 0 && (uint)Marshal.ReadInt32(b.Raw, 28) == fp.Breaker,
+                    "the id the permits carry is at offset 28 of the block: " + fp.Breaker);
             }
+            BreakerSize();
+        }
+
+        /// <summary>A Breaker object is its native pointer and its gate (the word and the id are
+        /// read in the native breaker): 32 managed bytes with Mono's 16-byte header.</summary>
+        static void BreakerSize()
+        {
+            var fields = typeof(Breaker).GetFields(BindingFlags.Instance | BindingFlags.Public | BindingFlags.NonPublic);
+            Check(fields.Length == 2 && fields.Any(f => f.Name == "raw" && f.FieldType == typeof(IntPtr))
+                && fields.Any(f => f.Name == "gate" && f.FieldType == typeof(int)),
+                "a Breaker's fields are raw and gate: " + string.Join(", ", fields.Select(f => f.FieldType.Name + " " + f.Name)));
+            const int n = 10000;
+            var keep = new Breaker[n];
+            var options = new BreakerOptions();
+            keep[0] = new Breaker(options);
+            long before = GC.GetTotalMemory(true);
+            for (int i = 1; i < n; i++) keep[i] = new Breaker(options);
+            long after = GC.GetTotalMemory(true);
+            double perObject = (after - before) / (double)(n - 1);
+            foreach (var b in keep) b.Dispose();
+            // The constructor's garbage is collected; what stays is the objects themselves (give or
+            // take a few earlier objects a conservative stack scan kept alive: within 2 bytes each,
+            // where a field more would be 8).
+            Check(Math.Abs(perObject - 32) < 2, "32 managed bytes a breaker: " + perObject.ToString("F2"));
         }
 
         /// <summary>A permit admitted on the word is field for field the library's.</summary>

@@ -27,12 +27,18 @@ namespace Holdoff
         const ulong NoWord = ulong.MaxValue;
 
         // Bits of `gate`: Dispose was called; the native breaker was freed; refusals are decided
-        // on the refusal block (set once, by the constructor: a bit here rather than a field of
-        // its own keeps the object at 40 bytes); calls in flight.
+        // on the refusal block; admissions and clean successes are decided on the word (these two
+        // set once, by the constructor: bits here rather than fields of their own keep the object
+        // at 32 bytes, a header, `raw` and `gate`); calls in flight.
         const int Closed = int.MinValue;
         const int Freed = 1 << 30;
         const int InPlace = 1 << 29;
-        const int InFlight = InPlace - 1;
+        const int WordBit = 1 << 28;
+        const int InFlight = WordBit - 1;
+
+        // Byte offset of the breaker's id in the refusal block (docs/ffi.md "The refusal block"),
+        // whose word, at offset 0, is where the native breaker's handle points.
+        const int IdOffset = 28;
 
         // The library's admit mask (a constant of the loaded library, the same for every breaker:
         // kept once rather than in each object), 0 until the first breaker reads it.
@@ -41,16 +47,15 @@ namespace Holdoff
         static long countingMask;
 
         // The holdoff_breaker* this object owns, freed once: by Dispose, by the last call in
-        // flight after Dispose, or by the finalizer.
+        // flight after Dispose, or by the finalizer. With WordBit set in `gate` it is also the
+        // address of the native breaker's 64-bit fast-path word, the start of its refusal block
+        // (the permits' breaker id at IdOffset), read there rather than kept in fields here.
         readonly IntPtr raw;
-        // The native breaker's 64-bit fast-path word (null: no usable word, every call goes to
-        // the library) and the id the library's permits of this breaker carry.
-        readonly unsafe ulong* word;
-        readonly uint id;
-        // Calls into the library in flight on `raw`, with the Closed, Freed and InPlace bits
-        // (InPlace: the word's block is version 1 and the breaker reads the breakers' shared,
-        // mapped system clock; else every refusal goes to the library): the native
-        // breaker is freed only once Closed is set and nothing is in flight. Two interlocked
+        // Calls into the library in flight on `raw`, with the Closed, Freed, InPlace and WordBit
+        // bits (WordBit: the library's fast-path word is version 1 and at `raw`, else every call
+        // goes to the library; InPlace: the word's block is version 1 and the breaker reads the
+        // breakers' shared, mapped system clock, else every refusal goes to the library): the
+        // native breaker is freed only once Closed is set and nothing is in flight. Two interlocked
         // operations a call, cheaper than a SafeHandle's reference (and one object less per
         // breaker). Reads of the word do not count here (they would make two threads on one
         // breaker contend for this field): each announces itself in its thread's WordReader,
@@ -67,13 +72,16 @@ namespace Holdoff
             FastPathC fp;
             if (Native.holdoff_breaker_fast_path(raw, out fp) != Status.Ok) return;
             // The permit's recorded flag is set with a 32-bit compare-and-swap on a little-endian
-            // layout (Permit.MarkRecorded).
-            if (fp.Version != FastPathVersion || fp.Word == IntPtr.Zero || fp.AdmitMask == 0 || !BitConverter.IsLittleEndian) return;
+            // layout (Permit.MarkRecorded). The word and the id are read at `raw` (the handle is
+            // the address of the core's breaker, whose refusal block starts with the word): a
+            // library where they are not there gets every call.
+            if (fp.Version != FastPathVersion || fp.Word != raw || fp.AdmitMask == 0 || !BitConverter.IsLittleEndian) return;
             long mask = Interlocked.CompareExchange(ref admitMask, (long)fp.AdmitMask, 0);
             if (mask != 0 && mask != (long)fp.AdmitMask) return;
-            word = (ulong*)fp.Word;
-            id = fp.Breaker;
-            if (onSharedClock && BreakerClock.Mapped && RefusalBlock(raw, fp.Word)) gate = InPlace;
+            if (Volatile.Read(ref *(uint*)((byte*)raw + IdOffset)) != fp.Breaker) return;
+            int g = WordBit;
+            if (onSharedClock && BreakerClock.Mapped && RefusalBlock(raw, fp.Word)) g |= InPlace;
+            gate = g;
         }
 
         /// <summary>Whether the library's refusal block of <paramref name="breaker"/> is the one
@@ -111,7 +119,7 @@ namespace Holdoff
 
         /// <summary>Whether admissions and clean successes are decided on the fast-path word
         /// (false when the library reports another layout version).</summary>
-        internal unsafe bool OnWord { get { return word != null; } }
+        internal bool OnWord { get { return (Volatile.Read(ref gate) & WordBit) != 0; } }
 
         /// <summary>Whether refusals are decided on the refusal block (false: every refusal goes
         /// to the library).</summary>
@@ -185,40 +193,64 @@ namespace Holdoff
             if (g < 0 && (g & InFlight) == 0) Free();
         }
 
+        // The bits of `gate` that say whether a reader may touch the native breaker's block: it
+        // may when they are WordBit alone (on the word, not closed).
+        const int ReadableMask = Closed | WordBit;
+
         /// <summary>The fast-path word as loaded now (acquire), or <see cref="NoWord"/> when there
         /// is no usable word or after Dispose.</summary>
         unsafe ulong Load()
         {
-            if (word == null) return NoWord;
             var r = WordReader.Mine();
             // Announce the read (a full fence), then check Closed: see WordReader.WaitOut.
             Interlocked.Exchange(ref r.Reading, this);
-            ulong w = Volatile.Read(ref gate) < 0 ? NoWord : Volatile.Read(ref *word);
+            ulong w = (Volatile.Read(ref gate) & ReadableMask) != WordBit ? NoWord : Volatile.Read(ref *(ulong*)raw);
             Volatile.Write(ref r.Reading, null);
             return w;
         }
 
-        /// <summary>The fast-path word as <see cref="Load"/> gives it; when it does not admit and
-        /// the breaker refuses in place, also the refusal decided on the refusal block in the same
+        /// <summary>Whether a success on <paramref name="p"/> is clean (docs/ffi.md "The fast-path
+        /// word"): a permit of this breaker, not a probe, and the word, loaded now, closed in its
+        /// episode with no failure pending and no flag. False without a usable word or after
+        /// Dispose.</summary>
+        unsafe bool CleanSuccess(ref PermitC p)
+        {
+            if (p.RawProbe != 0) return false;
+            var r = WordReader.Mine();
+            // Announce the read (a full fence), then check Closed: see WordReader.WaitOut. The id
+            // is read inside the announced read too.
+            Interlocked.Exchange(ref r.Reading, this);
+            bool clean = (Volatile.Read(ref gate) & ReadableMask) == WordBit
+                && *(uint*)((byte*)raw + IdOffset) == p.RawBreaker
+                && Volatile.Read(ref *(ulong*)raw) == (ulong)p.RawEpisode << 32;
+            Volatile.Write(ref r.Reading, null);
+            return clean;
+        }
+
+        /// <summary>The fast-path word as <see cref="Load"/> gives it, with the breaker's
+        /// <paramref name="id"/> when it admits (else 0); when it does not admit and the
+        /// breaker refuses in place, also the refusal decided on the refusal block in the same
         /// read (refused true, <paramref name="refusal"/> filled, the refusal counted).</summary>
-        unsafe ulong LoadOrRefuse(out bool refused, out RefusalC refusal)
+        unsafe ulong LoadOrRefuse(out bool refused, out RefusalC refusal, out uint id)
         {
             refused = false;
             refusal = default(RefusalC);
-            if (word == null) return NoWord;
+            id = 0;
             var r = WordReader.Mine();
             // Announce the read (a full fence), then check Closed: see WordReader.WaitOut. The
-            // refusal's reads and its count are inside the announced read too.
+            // id, the refusal's reads and its count are inside the announced read too.
             Interlocked.Exchange(ref r.Reading, this);
             ulong w = NoWord;
             int g = Volatile.Read(ref gate);
-            if (g >= 0)
+            if ((g & ReadableMask) == WordBit)
             {
+                var word = (ulong*)raw;
                 bool inPlace = (g & InPlace) != 0;
                 // The protocol reads the sequence counter before the word.
                 uint s = inPlace ? Volatile.Read(ref *(uint*)(word + 3)) : 0;
                 w = Volatile.Read(ref *word);
-                if (inPlace && !Admits(w)) refused = Refuse(s, w, ref refusal);
+                if (Admits(w)) id = *(uint*)((byte*)word + IdOffset);
+                else if (inPlace) refused = Refuse(s, w, ref refusal);
             }
             Volatile.Write(ref r.Reading, null);
             return w;
@@ -231,6 +263,7 @@ namespace Holdoff
         /// the announcement and the end of a read of the word (the native breaker is alive).</summary>
         unsafe bool Refuse(uint s, ulong w, ref RefusalC refusal)
         {
+            var word = (ulong*)raw;
             // Counting metrics: the library counts every refusal in them too.
             if ((w & (ulong)countingMask) != 0) return false;
             uint state = (uint)(w & 7);
@@ -347,7 +380,8 @@ namespace Holdoff
         bool Admit(out Permit permit, out RefusalC refusal)
         {
             bool refused;
-            ulong w = LoadOrRefuse(out refused, out refusal);
+            uint id;
+            ulong w = LoadOrRefuse(out refused, out refusal, out id);
             if (refused)
             {
                 permit = null;
@@ -385,8 +419,7 @@ namespace Holdoff
             ulong delayNs = outcome.DelayNs();
             // A clean success: closed in the permit's episode with no failure pending and no flag,
             // so the library's record would change nothing but the permit's flag.
-            if (outcome.Kind == OutcomeKind.Success && permit.Raw.RawProbe == 0 && permit.Raw.RawBreaker == id
-                && Load() == (ulong)permit.Raw.RawEpisode << 32 && permit.MarkRecorded())
+            if (outcome.Kind == OutcomeKind.Success && CleanSuccess(ref permit.Raw) && permit.MarkRecorded())
                 return Effect.Counted;
             Acquire();
             uint st, effect;
@@ -414,7 +447,8 @@ namespace Holdoff
             if (fn == null) throw new ArgumentNullException("fn");
             bool refused;
             RefusalC r;
-            ulong w = LoadOrRefuse(out refused, out r);
+            uint id;
+            ulong w = LoadOrRefuse(out refused, out r, out id);
             if (refused) return Task.FromException(Refusal(r));
             if (w == NoWord || !Admits(w)) return Protect(null, fn, null, null, ct);
             uint episode = (uint)(w >> 32);
