@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	_ "unsafe" // go:linkname (monotonicNow)
 )
 
 // Clock is the time source of breakers, budgets and policies: a SystemClock in production, a
@@ -297,10 +298,16 @@ var breakerClock = sync.OnceValue(func() *C.holdoff_clock {
 	return p
 })
 
-// goOrigin is the origin of the Go monotonic readings nowOnBreakerClock maps.
-var goOrigin = time.Now()
+// monotonicNow is a reading of the Go runtime's monotonic clock (ns; CLOCK_MONOTONIC on Linux,
+// the clock the library's system clock reads). It is the real clock even inside a
+// testing/synctest bubble, where time.Now and time.Since read the bubble's fake clock, which
+// a test may move anywhere: a refusal decided on that could refuse past the library's
+// deadline. The runtime keeps this symbol for packages that link to it (go.dev/issue/67401).
+//
+//go:linkname monotonicNow runtime.nanotime
+func monotonicNow() int64
 
-// breakerClockOffset (ns) maps time.Since(goOrigin) onto breakerClock's readings, when
+// breakerClockOffset (ns) maps monotonicNow onto breakerClock's readings, when
 // breakerClockMapped; both are set once, with breakerClock, and only read after.
 var (
 	breakerClockOffset int64
@@ -310,35 +317,24 @@ var (
 // nowOnBreakerClock is a reading of breakerClock (ns since its origin) made from Go's monotonic
 // clock, never earlier than the library's own reading at the same moment (see clockOffset): a
 // refusal decided on it can only fall back to the library early, never refuse past a deadline.
-//
-// Inside a testing/synctest bubble Go's clock is fake and reads from the bubble's origin on the
-// wall clock (the year 2000), before goOrigin: such a reading is the latest there is, so that
-// the library decides.
 func nowOnBreakerClock() uint64 {
-	d := time.Since(goOrigin)
-	if d < 0 {
-		return math.MaxUint64
-	}
-	return uint64(max(int64(d)+breakerClockOffset, 0))
+	return uint64(max(monotonicNow()+breakerClockOffset, 0))
 }
 
-// clockOffset measures the offset from Go's monotonic readings (time.Since(goOrigin)) to those
-// of c, a system clock: on Linux both read CLOCK_MONOTONIC, so it is one constant. Each try
-// reads Go's clock, then c; as c's reading comes after Go's, reading minus Go's is the true
-// offset plus the time between the two readings, never less: the smallest of a few tries is the
-// closest. ok is false if c cannot be read, or Go's clock is a synctest bubble's.
+// clockOffset measures the offset from monotonicNow's readings to those of c, a system clock:
+// on Linux both read CLOCK_MONOTONIC, so it is one constant. Each try reads Go's clock, then
+// c; as c's reading comes after Go's, reading minus Go's is the true offset plus the time
+// between the two readings, never less: the smallest of a few tries is the closest. ok is
+// false if c cannot be read.
 func clockOffset(c *C.holdoff_clock) (offset int64, ok bool) {
 	offset = math.MaxInt64
 	for range 16 {
-		g := time.Since(goOrigin)
-		if g < 0 { // a synctest bubble's fake clock (see nowOnBreakerClock): no offset to measure
-			return 0, false
-		}
+		g := monotonicNow()
 		var ns C.uint64_t
 		if C.holdoff_clock_now(c, &ns) != C.HOLDOFF_STATUS_OK {
 			return 0, false
 		}
-		offset = min(offset, int64(ns)-int64(g))
+		offset = min(offset, int64(ns)-g)
 	}
 	return offset, true
 }

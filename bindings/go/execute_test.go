@@ -199,6 +199,7 @@ func TestPanicsFreeTheProbeAndGoOn(t *testing.T) {
 	if _, err := b.Record(must(b.Allow()), holdoff.Failure); err != nil {
 		t.Fatal(err)
 	}
+	settle() // the finalizers of what earlier tests dropped
 	live := holdoff.LiveHandles()
 	boom := &struct{ msg string }{"boom"}
 	var seen []holdoff.AttemptInfo
@@ -574,6 +575,7 @@ func TestHelperFailuresAreBugs(t *testing.T) {
 		}
 		b.Reset() // the next case starts afresh
 	}
+	settle() // the finalizers of what earlier tests dropped
 	live := holdoff.LiveHandles()
 	down := refused()
 	for _, c := range []struct {

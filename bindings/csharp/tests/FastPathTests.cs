@@ -22,6 +22,8 @@ namespace Holdoff.Tests
             FastPermitRules();
             FastSuccessNeedsACleanWord();
             FastPathAndDispose();
+            FastPathGroup();
+            FastPathWithoutWord();
             FastExecuteAsync();
             FastPathStress();
             FastPathStressCounted();
@@ -130,6 +132,79 @@ namespace Holdoff.Tests
                 Check(a.Record(f, Outcome.Success) == Effect.Counted && a.Snapshot().Failures == 0,
                     "the permit stays usable where it was issued (and its success clears the failure)");
             }
+        }
+
+        /// <summary>A group's breakers read their words too: two objects for one key are one
+        /// native breaker (a permit of either is clean on the other), another key's permit is
+        /// foreign, and an object keeps its breaker's word alive past its eviction, the other
+        /// object's Dispose and the group's.</summary>
+        static void FastPathGroup()
+        {
+            Breaker a, again, b, c;
+            using (var g = new BreakerGroup(Consecutive(2), null, 2))
+            {
+                a = g.Get("a");
+                again = g.Get("a");
+                b = g.Get("b");
+                Check(a.OnWord && again.OnWord && b.OnWord, "a group's breakers decide on their words");
+                Check(a.Raw == again.Raw && a.Raw != b.Raw, "one native breaker a key");
+                var p = a.Allow();
+                Check(again.Record(p, Outcome.Success) == Effect.Counted && p.Raw.Recorded == 1,
+                    "a permit of the key's breaker is clean on the key's other object");
+                var e = Throws<PermitException>(() => b.Record(a.Allow(), Outcome.Failure), "a failure on another key");
+                Check(e != null && e.Name == "foreign_permit", "another key's permit is foreign: " + (e == null ? "" : e.Name));
+                Check(b.Snapshot().Failures == 0, "the foreign failure moved nothing");
+                again.Dispose();
+                c = g.Get("c"); // evicts "a" (two keys kept)
+                Check(g.Count == 2, "the group keeps two keys: " + g.Count);
+            }
+            // The group is gone and "a" evicted: the object holds its breaker, word and all.
+            var q = a.Allow();
+            Check(!q.IsProbe && q.Episode == 0, "an evicted breaker still admits on its word");
+            a.Record(q, Outcome.Failure);
+            a.Record(a.Allow(), Outcome.Failure);
+            var s = a.Snapshot();
+            Check(s.State == State.Open && s.Opens == 1, "an evicted breaker's books: " + s.State + " " + s.Opens);
+            Throws<BreakerOpenException>(() => a.Allow(), "an evicted breaker refuses once tripped");
+            Throws<ObjectDisposedException>(() => again.Allow(), "the disposed object");
+            a.Dispose();
+            b.Dispose();
+            c.Dispose();
+        }
+
+        /// <summary>A breaker without a usable word (what a library whose word is not at the
+        /// handle gives: the gate without its word bit) never reads the native block: every
+        /// call goes to the library, with the library's answers, and Dispose frees it at once.</summary>
+        static void FastPathWithoutWord()
+        {
+            // Earlier tests' forgotten objects freed first, so that only this breaker moves the count.
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+            ulong live = Library.LiveHandles;
+            var b = new Breaker(Consecutive(2));
+            var gate = typeof(Breaker).GetField("gate", BindingFlags.Instance | BindingFlags.NonPublic);
+            gate.SetValue(b, 0);
+            Check(!b.OnWord && !b.RefusesInPlace, "no word, no refusal in place");
+            var p = b.Allow();
+            Check(!p.IsProbe && p.Episode == 0 && p.Raw.RawBreaker != 0, "the library's permit");
+            Check(b.Record(p, Outcome.Success) == Effect.Counted && p.Raw.Recorded == 1, "a success through the library");
+            var e = Throws<PermitException>(() => b.Record(p, Outcome.Success), "a second success");
+            Check(e != null && e.Name == "permit_already_recorded", "second success: already recorded");
+            Permit q;
+            Check(b.TryAllow(out q) && q != null, "TryAllow admits through the library");
+            b.Record(q, Outcome.Failure);
+            b.Record(b.Allow(), Outcome.Failure);
+            Permit none;
+            BreakerOpenException r;
+            Check(!b.TryAllow(out none, out r) && none == null && r != null && r.State == State.Open && r.Episode == 1,
+                "refused by the library once tripped");
+            var t = b.ExecuteAsync(_ => Task.FromResult(0));
+            Check(t.IsFaulted && t.Exception.InnerException is BreakerOpenException, "ExecuteAsync refused in its task");
+            var s = b.Snapshot();
+            Check(s.State == State.Open && s.Opens == 1 && s.Refusals == 2, "the books: " + s.State + " " + s.Opens + " " + s.Refusals);
+            b.Dispose();
+            Check(Library.LiveHandles == live, "Dispose freed it at once: " + (Library.LiveHandles - live) + " left");
+            Throws<ObjectDisposedException>(() => b.Allow(), "Allow after Dispose");
         }
 
         /// <summary>A success must reach the library whenever the word is not clean: failures
