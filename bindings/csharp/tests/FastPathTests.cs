@@ -25,6 +25,9 @@ namespace Holdoff.Tests
             FastPathGroup();
             FastPathWithoutWord();
             FastExecuteAsync();
+            ExecuteAsyncRacingDispose();
+            ProbeRacingDispose();
+            PolicyExecuteRacingDispose();
             FastPathStress();
             FastPathStressCounted();
         }
@@ -391,6 +394,171 @@ namespace Holdoff.Tests
                 Check(b.Snapshot().StaleAnswers == 1 && b.Snapshot().State == State.Open, "its success after a trip is stale");
                 t = b.ExecuteAsync(ct => { calls++; return Task.CompletedTask; });
                 Check(t.IsFaulted && t.Exception.InnerException is BreakerOpenException && calls == 1, "open: refused in the task, fn not run");
+            }
+        }
+
+        /// <summary>Dispose while ExecuteAsync's function is in flight: the caller gets what the
+        /// function came to (a success, or its own exception), never ObjectDisposedException; the
+        /// native breaker is freed at Dispose (no call holds it) and nothing reads it after; a
+        /// later call throws ObjectDisposedException. Both paths: a pending task (the async path)
+        /// and a function that disposes the breaker itself and completes at once (the path without
+        /// the async machinery); on a clean word and with a failure pending (the record then goes
+        /// to the library).</summary>
+        static void ExecuteAsyncRacingDispose()
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+            ulong before = Library.LiveHandles;
+            var boom = new TimeoutException("late");
+            foreach (bool pending in new[] { false, true })
+            {
+                foreach (bool pendingFailure in new[] { false, true })
+                {
+                    foreach (bool throws in new[] { false, true })
+                    {
+                        string what = (throws ? "a failure" : "a success") + (pendingFailure ? ", a failure pending" : "")
+                            + (pending ? ", completed after Dispose" : ", Dispose inside the function");
+                        var b = new Breaker(Consecutive(3));
+                        Check(b.OnWord, "on the word: " + what);
+                        if (pendingFailure) b.Record(b.Allow(), Outcome.Failure);
+                        var gate = new TaskCompletionSource<bool>();
+                        Task t;
+                        if (pending)
+                        {
+                            t = b.ExecuteAsync(ct => gate.Task);
+                            Check(!t.IsCompleted, "in flight: " + what);
+                            b.Dispose();
+                            Check(Library.LiveHandles == before, "Dispose frees the native breaker under no call: " + what);
+                            if (throws) gate.SetException(boom);
+                            else gate.SetResult(true);
+                        }
+                        else
+                        {
+                            t = b.ExecuteAsync(ct =>
+                            {
+                                b.Dispose();
+                                if (throws) throw boom;
+                                return Task.CompletedTask;
+                            });
+                        }
+                        try
+                        {
+                            t.Wait();
+                        }
+                        catch (AggregateException)
+                        {
+                        }
+                        if (throws)
+                            Check(t.IsFaulted && ReferenceEquals(t.Exception.InnerException, boom),
+                                "the function's own exception: " + what + ": " + t.Status + " " + t.Exception);
+                        else
+                            Check(t.Status == TaskStatus.RanToCompletion, "the function's success: " + what + ": " + t.Status + " " + t.Exception);
+                        Check(Library.LiveHandles == before, "nothing left alive: " + what);
+                        var later = b.ExecuteAsync(ct => Task.CompletedTask);
+                        Check(later.IsFaulted && later.Exception.InnerException is ObjectDisposedException, "a later call: ObjectDisposedException, " + what);
+                        Throws<ObjectDisposedException>(() => b.Allow(), "Allow after: " + what);
+                    }
+                }
+            }
+        }
+
+        /// <summary>A probe admitted by ExecuteAsync holds the native breaker through Dispose of
+        /// the object that admitted it: its outcome is still recorded (on a group's breaker, which
+        /// outlives the object, the probe's success closes it, its failure reopens it), the caller
+        /// gets the function's success or exception, and the last one out frees the object's
+        /// native breaker.</summary>
+        static void ProbeRacingDispose()
+        {
+            var boom = new TimeoutException("the probe timed out");
+            foreach (bool throws in new[] { false, true })
+            {
+                string what = throws ? "a probe's failure" : "a probe's success";
+                var options = Consecutive(3);
+                options.Recoveries = 1;
+                using (var clock = new ManualClock())
+                using (var g = new BreakerGroup(options, clock))
+                {
+                    using (var first = g.Get("a"))
+                    {
+                        for (int i = 0; i < 3; i++) first.Record(first.Allow(), Outcome.Failure);
+                        Check(first.Snapshot().State == State.Open, "tripped: " + what);
+                    }
+                    clock.Advance(TimeSpan.FromSeconds(30));
+                    GC.Collect();
+                    GC.WaitForPendingFinalizers();
+                    ulong before = Library.LiveHandles;
+                    var b = g.Get("a");
+                    var gate = new TaskCompletionSource<bool>();
+                    var t = b.ExecuteAsync(ct => gate.Task);
+                    Check(!t.IsCompleted, "the probe in flight: " + what);
+                    b.Dispose();
+                    Check(Library.LiveHandles == before + 1, "the probe holds the object's native breaker: " + what);
+                    if (throws) gate.SetException(boom);
+                    else gate.SetResult(true);
+                    try
+                    {
+                        t.Wait();
+                    }
+                    catch (AggregateException)
+                    {
+                    }
+                    if (throws)
+                        Check(t.IsFaulted && ReferenceEquals(t.Exception.InnerException, boom), what + ": the function's exception: " + t.Exception);
+                    else
+                        Check(t.Status == TaskStatus.RanToCompletion, what + ": the function's success: " + t.Status + " " + t.Exception);
+                    Check(Library.LiveHandles == before, "freed by the probe's record: " + what);
+                    using (var again = g.Get("a"))
+                    {
+                        var state = again.Snapshot().State;
+                        Check(state == (throws ? State.Open : State.Closed), what + " recorded on the group's breaker: " + state);
+                    }
+                    var later = b.ExecuteAsync(ct => Task.CompletedTask);
+                    Check(later.IsFaulted && later.Exception.InnerException is ObjectDisposedException, "a later call: ObjectDisposedException, " + what);
+                }
+            }
+        }
+
+        /// <summary>Dispose of a policy (and the breaker it built) while its ExecuteAsync's attempt
+        /// is in flight: the caller gets the attempt's value, or its exception; nothing is left
+        /// alive; a later call throws ObjectDisposedException.</summary>
+        static void PolicyExecuteRacingDispose()
+        {
+            GC.Collect();
+            GC.WaitForPendingFinalizers();
+            ulong before = Library.LiveHandles;
+            var wrong = new InvalidOperationException("a programming error: rethrown at once");
+            foreach (bool throws in new[] { false, true })
+            {
+                string what = throws ? "the policy: an exception" : "the policy: a value";
+                var p = new Policy(new PolicyOptions());
+                var gate = new TaskCompletionSource<int>();
+                var t = p.ExecuteAsync(ct => gate.Task);
+                Check(!t.IsCompleted, "in flight: " + what);
+                p.Dispose();
+                if (throws) gate.SetException(wrong);
+                else gate.SetResult(42);
+                try
+                {
+                    t.Wait();
+                }
+                catch (AggregateException)
+                {
+                }
+                if (throws)
+                    Check(t.IsFaulted && ReferenceEquals(t.Exception.InnerException, wrong), what + ": " + t.Status + " " + t.Exception);
+                else
+                    Check(t.Status == TaskStatus.RanToCompletion && t.Result == 42, what + ": " + t.Status + " " + t.Exception);
+                Check(Library.LiveHandles == before, "nothing left alive: " + what + ": " + (Library.LiveHandles - before) + " left");
+                var later = p.ExecuteAsync(ct => Task.FromResult(1));
+                try
+                {
+                    later.Wait();
+                }
+                catch (AggregateException)
+                {
+                }
+                Check(later.IsFaulted && later.Exception.InnerException is ObjectDisposedException,
+                    "a later call: ObjectDisposedException, " + what + ": " + later.Status + " " + later.Exception);
             }
         }
 

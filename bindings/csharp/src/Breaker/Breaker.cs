@@ -422,6 +422,15 @@ namespace Holdoff
             if (outcome.Kind == OutcomeKind.Success && CleanSuccess(ref permit.Raw) && permit.MarkRecorded())
                 return Effect.Counted;
             Acquire();
+            return RecordEntered(permit, outcome, delayNs, true);
+        }
+
+        /// <summary>The library's record of <paramref name="outcome"/> on <paramref name="permit"/>
+        /// (<paramref name="delayNs"/>: its delay in ns), inside a section entered by the caller
+        /// (<see cref="Acquire"/>), which this leaves when <paramref name="leave"/>. Throws what
+        /// <see cref="Record"/> throws for the library's refusal.</summary>
+        Effect RecordEntered(Permit permit, Outcome outcome, ulong delayNs, bool leave)
+        {
             uint st, effect;
             try
             {
@@ -429,10 +438,27 @@ namespace Holdoff
             }
             finally
             {
-                Leave();
+                if (leave) Leave();
             }
             Status.Check(st);
             return (Effect)effect;
+        }
+
+        /// <summary>Records what a call of <see cref="ExecuteAsync"/> came to. With
+        /// <paramref name="held"/> the call holds the native breaker (entered when admitted, left by
+        /// the caller), so the outcome is recorded even after Dispose; otherwise, after Dispose the
+        /// outcome is not recorded and this returns quietly: the caller gets what the function
+        /// came to, not ObjectDisposedException.</summary>
+        void Finish(Permit permit, Outcome outcome, bool held)
+        {
+            ulong delayNs = outcome.DelayNs();
+            if (outcome.Kind == OutcomeKind.Success && CleanSuccess(ref permit.Raw) && permit.MarkRecorded()) return;
+            if (!held && Interlocked.Increment(ref gate) < 0)
+            {
+                Leave();
+                return;
+            }
+            RecordEntered(permit, outcome, delayNs, !held);
         }
 
         /// <summary>One call through the breaker, no retries: throws <see cref="BreakerOpenException"/>
@@ -441,7 +467,10 @@ namespace Holdoff
         /// <paramref name="ct"/>, and a programming error, as cancelled, which moves nothing), then
         /// rethrows its exception unchanged. Every exception but ArgumentNullException (for a null
         /// <paramref name="fn"/>) is in the returned task. A call admitted on the fast-path word
-        /// whose task is already complete and successful costs no allocation.</summary>
+        /// whose task is already complete and successful costs no allocation. Dispose while
+        /// <paramref name="fn"/> runs does not change what the task comes to (fn's success or
+        /// exception); the outcome is still recorded when the library admitted the call (a probe
+        /// among them), not when the word did.</summary>
         public Task ExecuteAsync(Func<CancellationToken, Task> fn, CancellationToken ct = default(CancellationToken))
         {
             if (fn == null) throw new ArgumentNullException("fn");
@@ -467,11 +496,11 @@ namespace Holdoff
             {
                 try
                 {
-                    Record(new Permit(id, episode), Outcome.Success);
+                    Finish(new Permit(id, episode), Outcome.Success, false);
                 }
                 catch (Exception e)
                 {
-                    // Dispose raced with the call: in the task, as for every other exception.
+                    // The library refused the record: in the task, as for every other exception.
                     return Task.FromException(e);
                 }
             }
@@ -483,19 +512,56 @@ namespace Holdoff
         /// (null), having returned <paramref name="started"/> or thrown <paramref name="thrown"/>.</summary>
         async Task Protect(Permit p, Func<CancellationToken, Task> fn, Task started, ExceptionDispatchInfo thrown, CancellationToken ct)
         {
-            if (p == null) p = Allow();
+            // A permit of the library (perhaps a probe) holds the native breaker for the whole
+            // call, so that its outcome is recorded even if Dispose comes meanwhile: a probe is
+            // never left held. One of the word is not held (that would cost the healthy path two
+            // interlocked operations); it is never a probe.
+            bool held = p == null;
+            if (held) p = AdmitHeld();
             try
             {
-                if (thrown != null) thrown.Throw();
-                await (fn != null ? fn(ct) : started).ConfigureAwait(false);
+                try
+                {
+                    if (thrown != null) thrown.Throw();
+                    await (fn != null ? fn(ct) : started).ConfigureAwait(false);
+                }
+                catch (Exception e)
+                {
+                    Outcome o;
+                    Finish(p, Errors.Judge(e, ct, null, out o) == AttemptedC.Raised ? o : Outcome.Cancelled, held);
+                    throw;
+                }
+                Finish(p, Outcome.Success, held);
             }
-            catch (Exception e)
+            finally
             {
-                Outcome o;
-                Record(p, Errors.Judge(e, ct, null, out o) == AttemptedC.Raised ? o : Outcome.Cancelled);
+                if (held) Leave();
+            }
+        }
+
+        /// <summary>Admits a call through the library and returns its permit inside a section
+        /// entered by <see cref="Acquire"/> (the caller leaves it, once the call is recorded).
+        /// Throws BreakerOpenException when refused, ObjectDisposedException after Dispose (no
+        /// section left entered either way).</summary>
+        Permit AdmitHeld()
+        {
+            Acquire();
+            PermitC p;
+            RefusalC r;
+            uint st;
+            try
+            {
+                st = Native.holdoff_breaker_allow(raw, out p, out r);
+                Status.Check(st);
+            }
+            catch
+            {
+                Leave();
                 throw;
             }
-            Record(p, Outcome.Success);
+            if (st == Status.Ok) return new Permit(p);
+            Leave();
+            throw Refusal(r);
         }
 
         /// <summary>The breaker's state and counters, read at once; side-effect free.</summary>
