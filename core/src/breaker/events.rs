@@ -134,16 +134,14 @@ impl Breaker {
     /// snapshot counts any dropped). Bindings that cannot be called back from Rust poll this.
     pub fn drain_events(&self) -> Vec<StateChange> {
         self.peek()
-            .as_deref_mut()
-            .map_or_else(Vec::new, |i| i.events.drain(..).collect())
+            .map_or_else(Vec::new, |mut i| i.events.drain(..).collect())
     }
 
     /// Takes at most `max` of the oldest queued state changes, leaving the rest queued: for
     /// bindings that drain into a caller's fixed-size buffer (the C ABI; see
     /// [`crate::interop::drain_events_up_to`]).
     pub(crate) fn drain_events_up_to(&self, max: usize) -> Vec<StateChange> {
-        let mut guard = self.peek();
-        let Some(inner) = guard.as_deref_mut() else {
+        let Some(mut inner) = self.peek() else {
             return Vec::new();
         };
         let n = max.min(inner.events.len());
@@ -154,15 +152,12 @@ impl Breaker {
     /// back into the breaker without deadlock). `None` removes it. A listener that calls back
     /// should hold a `Weak` of the breaker: an `Arc` would be a reference cycle, never freed.
     pub fn set_listener(&self, listener: Option<Listener>) {
-        let mut guard = self.peek();
-        match guard.as_deref_mut() {
-            Some(inner) => inner.listener = listener,
+        match self.peek() {
+            Some(mut inner) => inner.listener = listener,
             // Removing a listener from a breaker that never had one makes nothing.
             None if listener.is_none() => {}
-            None => {
-                drop(guard);
-                self.lock().listener = listener;
-            }
+            // Setting one makes the locked state.
+            None => self.lock().listener = listener,
         }
     }
 }

@@ -254,7 +254,7 @@ impl Breaker {
             episode: 0,
             follows: false,
             own_retry_later: false,
-            probe_timeout: self.config.probe_timeout,
+            probe_timeout: self.config().probe_timeout,
             recoveries: 0,
             refresh,
             waker: None,
@@ -297,7 +297,7 @@ impl Breaker {
     /// `max_retry_later`, its probe timeout. A fleet deadline further away than this is not
     /// believed (docs/fleet.md, "What a worker does on each sync").
     pub(crate) fn fleet_max_wait(&self) -> Duration {
-        let c = &self.config;
+        let c = &self.profile.config;
         c.open_interval
             .max
             .max(c.max_retry_later)
@@ -345,7 +345,7 @@ impl Breaker {
                     worker: worker.to_owned(),
                     episode,
                     ok,
-                    recoveries_needed: self.config.recoveries,
+                    recoveries_needed: self.config().recoveries,
                     reopen_ms: ceil_ms(reopen.saturating_since(t)),
                 },
                 Pending::Reset => FleetOp::Reset {
@@ -367,16 +367,16 @@ impl Breaker {
             // The ramp's pace: once the fleet counts an answer, the next window is the open
             // interval's first step, or the interval in force if shorter.
             let interval = if recovering || l.recoveries > 0 {
-                interval.min(self.config.open_interval.initial)
+                interval.min(self.config().open_interval.initial)
             } else {
                 interval
             };
             out.ops.push(FleetOp::Claim {
                 worker: worker.to_owned(),
                 episode: l.episode,
-                max_probes: self.config.max_probes_in_flight,
+                max_probes: self.config().max_probes_in_flight,
                 interval_ms: ceil_ms(interval),
-                probe_timeout_ms: ceil_ms(self.config.probe_timeout.unwrap_or(interval)),
+                probe_timeout_ms: ceil_ms(self.config().probe_timeout.unwrap_or(interval)),
                 max_wait_ms: ceil_ms(self.fleet_max_wait()),
             });
             out.claimed = true;
@@ -459,7 +459,7 @@ impl Breaker {
                 if from_closed {
                     inner.opens += 1;
                 }
-                inner.interval = self.config.open_interval.interval(rec.step, &mut inner.rng);
+                inner.interval = self.config().open_interval.interval(rec.step, &mut inner.rng);
                 let change = Transition {
                     new_episode: true,
                     open_for: Some(target.saturating_since(t)),
@@ -483,7 +483,7 @@ impl Breaker {
             }
             if l.live_grant(t) {
                 // A grant makes the local probe due now.
-                if inner.eligible_at > t || inner.window_admitted >= self.config.max_probes_in_flight {
+                if inner.eligible_at > t || inner.window_admitted >= self.config().max_probes_in_flight {
                     inner.new_window(t);
                 }
             } else if target != inner.eligible_at {

@@ -1,60 +1,108 @@
-//! One shared, immutable copy of each breaker configuration in use.
+//! One shared, immutable copy of each breaker configuration in use, and of each pairing of a
+//! configuration with a clock.
 //!
 //! A process usually holds many breakers (one per upstream host, tenant or provider) built from
-//! one or a few configurations. A [`BreakerConfig`] is larger than the breaker's own state (136
-//! bytes against the 96-byte breaker), so a copy per breaker would more than double the size of
-//! each. [`Breaker::new`](super::Breaker::new) therefore looks its configuration up here and
-//! shares the copy that live breakers built from an equal configuration already hold; every
-//! binding builds its breakers through it and shares too.
+//! one or a few configurations and one clock. A [`BreakerConfig`] is larger than the breaker's
+//! own state (136 bytes against the 56-byte breaker), so a copy per breaker would more than
+//! double the size of each. [`Breaker::new`](super::Breaker::new) therefore looks its
+//! configuration up here and shares the copy that live breakers built from an equal
+//! configuration already hold; every binding builds its breakers through it and shares too.
+//! A breaker then holds one pointer for its configuration and its clock together: the
+//! [`Profile`] of every live breaker built from that shared configuration on that same clock
+//! (the same `Arc`, by address), found in a second table.
 //!
 //! * **Equal means bit for bit**: every field, floats by their bits (`0.0` and `-0.0` are not
 //!   merged), so a breaker's [`config`](super::Breaker::config) is exactly what it was built
 //!   with. The table is keyed by a hash of those bits (a per-process random key, so crafted
 //!   configurations cannot force collisions); an entry is used only when its bits are equal, and
-//!   a collision merely costs the newcomer its sharing.
-//! * **Never keeps a configuration alive**: the table holds `Weak` references, so a configuration
-//!   no breaker uses any more is dropped with its last breaker, which also removes its entry
-//!   (`release`).
-//! * **Bounded**: a dead entry still holds its block (a `Weak` keeps the allocation), so the
-//!   table is swept of dead entries whenever it reaches twice the entries alive at the last
-//!   sweep (and at least [`SWEEP_FLOOR`]). Its size stays within twice the distinct live
-//!   configurations plus the floor, however many distinct seeds a process makes and drops.
-//! * **Off the call path**: the lock is taken only while a breaker (or a group) is built, for a
-//!   hash lookup and at most one insertion; `allow` and `record` never see it.
+//!   a collision merely costs the newcomer its sharing. A profile is keyed by the addresses of
+//!   its configuration and its clock, which it holds: neither address can be reused while the
+//!   profile lives.
+//! * **Never keeps a configuration alive**: the tables hold `Weak` references, so a
+//!   configuration or profile no breaker uses any more is dropped with its last breaker, which
+//!   also removes its entry (`release`, `release_profile`).
+//! * **Bounded**: a dead entry still holds its block (a `Weak` keeps the allocation), so a table
+//!   is swept of dead entries whenever it reaches twice the entries alive at the last sweep (and
+//!   at least [`SWEEP_FLOOR`]). Its size stays within twice the distinct live configurations (or
+//!   profiles) plus the floor, however many distinct seeds or clocks a process makes and drops.
+//! * **Off the call path**: the locks are taken only while a breaker (or a group's breaker) is
+//!   built or dropped, for a lookup and at most one insertion; `allow` and `record` never see
+//!   them.
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
-// A static: std's lock even under loom (whose locks are not const), held for no loom operation.
+use std::hash::{BuildHasher, Hash};
+// Statics: std's locks even under loom (whose locks are not const), held for no loom operation.
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 use super::BreakerConfig;
 use crate::backoff::Backoff;
+use crate::clock::Clock;
 use crate::trip::TripPolicy;
 
-/// Entries below which the table is never swept.
+/// Entries below which a table is never swept.
 pub(crate) const SWEEP_FLOOR: usize = 64;
 
 /// A configuration's value as plain words: the key, compared exactly.
 type Bits = [u64; 19];
 
-struct Table {
-    hasher: RandomState,
-    entries: HashMap<u64, Weak<BreakerConfig>>,
+/// Weak entries by key, swept of dead ones as they accumulate.
+struct Entries<K, V> {
+    map: HashMap<K, Weak<V>>,
     // The size at which the next insertion sweeps dead entries first.
     sweep_at: usize,
 }
 
-impl Table {
-    fn sweep(&mut self) {
-        self.entries.retain(|_, w| w.strong_count() > 0);
-        self.sweep_at = (2 * self.entries.len()).max(SWEEP_FLOOR);
-        // Give back the room a burst of distinct configurations left behind.
-        if self.entries.capacity() > 4 * self.sweep_at {
-            self.entries.shrink_to(self.sweep_at);
+impl<K: Hash + Eq, V> Entries<K, V> {
+    fn new() -> Self {
+        Entries {
+            map: HashMap::new(),
+            sweep_at: SWEEP_FLOOR,
         }
     }
+
+    fn sweep(&mut self) {
+        self.map.retain(|_, w| w.strong_count() > 0);
+        self.sweep_at = (2 * self.map.len()).max(SWEEP_FLOOR);
+        // Give back the room a burst of distinct entries left behind.
+        if self.map.capacity() > 4 * self.sweep_at {
+            self.map.shrink_to(self.sweep_at);
+        }
+    }
+
+    /// The live value under `key` for which `same` holds.
+    fn find(&self, key: &K, same: impl FnOnce(&V) -> bool) -> Option<Arc<V>> {
+        self.map.get(key).and_then(Weak::upgrade).filter(|v| same(v))
+    }
+
+    fn insert(&mut self, key: K, value: &Arc<V>) {
+        if self.map.len() >= self.sweep_at {
+            self.sweep();
+        }
+        self.map.insert(key, Arc::downgrade(value));
+    }
+
+    /// Removes `key`'s entry if it is `value`'s.
+    fn remove(&mut self, key: &K, value: &Arc<V>) {
+        if self
+            .map
+            .get(key)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(value)))
+        {
+            self.map.remove(key);
+            // Give back the room many entries alive at once left behind.
+            let room = (2 * self.map.len()).max(SWEEP_FLOOR);
+            if self.map.capacity() > 4 * room {
+                self.map.shrink_to(room);
+            }
+        }
+    }
+}
+
+struct Table {
+    hasher: RandomState,
+    entries: Entries<u64, BreakerConfig>,
 }
 
 static TABLE: Mutex<Option<Table>> = Mutex::new(None);
@@ -62,6 +110,70 @@ static TABLE: Mutex<Option<Table>> = Mutex::new(None);
 fn table() -> MutexGuard<'static, Option<Table>> {
     // Nothing under the lock can panic halfway through a change; a poisoned lock is still sound.
     TABLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the breakers built from one shared configuration on one clock share, behind one
+/// pointer: the configuration (itself shared with breakers of an equal one on other clocks)
+/// and the clock.
+pub(crate) struct Profile {
+    pub(crate) config: Arc<BreakerConfig>,
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Drop for Profile {
+    fn drop(&mut self) {
+        release(&self.config);
+    }
+}
+
+/// A profile's key: the addresses of its configuration and of its clock's data.
+type ProfileKey = (usize, usize);
+
+static PROFILES: Mutex<Option<Entries<ProfileKey, Profile>>> = Mutex::new(None);
+
+fn profiles() -> MutexGuard<'static, Option<Entries<ProfileKey, Profile>>> {
+    PROFILES.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn profile_key(config: &Arc<BreakerConfig>, clock: &Arc<dyn Clock>) -> ProfileKey {
+    (
+        Arc::as_ptr(config) as usize,
+        Arc::as_ptr(clock).cast::<()>() as usize,
+    )
+}
+
+/// The profile of `config` on `clock`: the one live breakers built from the same configuration
+/// (by address) on the same clock (by address) hold, or a new one. Takes the profile table's
+/// lock once.
+pub(crate) fn profile(config: Arc<BreakerConfig>, clock: Arc<dyn Clock>) -> Arc<Profile> {
+    let key = profile_key(&config, &clock);
+    let mut guard = profiles();
+    let entries = guard.get_or_insert_with(Entries::new);
+    // A live profile under this key holds that very configuration and clock, so their addresses
+    // are theirs; the check only guards against a reading of that argument being wrong.
+    if let Some(shared) = entries.find(&key, |p| profile_key(&p.config, &p.clock) == key) {
+        return shared;
+    }
+    let shared = Arc::new(Profile { config, clock });
+    entries.insert(key, &shared);
+    shared
+}
+
+/// Called as a breaker lets go of its profile: when it holds the last reference, the entry goes
+/// too (as in [`release`]). The profile itself is dropped by the caller, after the lock, and
+/// releases its configuration then.
+pub(crate) fn release_profile(profile: &Arc<Profile>) {
+    if Arc::strong_count(profile) != 1 {
+        return;
+    }
+    let mut guard = profiles();
+    let Some(entries) = guard.as_mut() else {
+        return;
+    };
+    if Arc::strong_count(profile) != 1 {
+        return;
+    }
+    entries.remove(&profile_key(&profile.config, &profile.clock), profile);
 }
 
 fn duration(d: Duration) -> [u64; 2] {
@@ -149,27 +261,21 @@ pub(crate) fn intern(config: BreakerConfig) -> Arc<BreakerConfig> {
     let mut guard = table();
     let table = guard.get_or_insert_with(|| Table {
         hasher: RandomState::new(),
-        entries: HashMap::new(),
-        sweep_at: SWEEP_FLOOR,
+        entries: Entries::new(),
     });
     let hash = table.hasher.hash_one(key);
-    if let Some(shared) = table.entries.get(&hash).and_then(Weak::upgrade) {
-        if bits(&shared) == key {
-            return shared;
-        }
+    if let Some(shared) = table.entries.find(&hash, |c| bits(c) == key) {
+        return shared;
     }
     let shared = Arc::new(config);
-    if table.entries.len() >= table.sweep_at {
-        table.sweep();
-    }
-    table.entries.insert(hash, Arc::downgrade(&shared));
+    table.entries.insert(hash, &shared);
     shared
 }
 
-/// Called as a breaker lets go of its configuration: when it holds the last reference, the
+/// Called as a profile lets go of its configuration: when it holds the last reference, the
 /// table's entry goes too, so the block a dead entry's `Weak` would keep is freed with the last
 /// breaker rather than at a sweep that only a later insertion would make. The count is checked
-/// again under the lock, where no other breaker can take a new reference. Two last breakers of
+/// again under the lock, where no other breaker can take a new reference. Two last holders of
 /// one configuration dropped at the same moment may both see the other's reference and leave
 /// the entry to the next sweep.
 pub(crate) fn release(config: &Arc<BreakerConfig>) {
@@ -184,24 +290,19 @@ pub(crate) fn release(config: &Arc<BreakerConfig>) {
         return;
     }
     let hash = table.hasher.hash_one(bits(config));
-    if table
-        .entries
-        .get(&hash)
-        .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(config)))
-    {
-        table.entries.remove(&hash);
-        // Give back the room many configurations alive at once left behind.
-        let room = (2 * table.entries.len()).max(SWEEP_FLOOR);
-        if table.entries.capacity() > 4 * room {
-            table.entries.shrink_to(room);
-        }
-    }
+    table.entries.remove(&hash, config);
 }
 
-/// Entries in the table now, dead ones included (for tests).
+/// Entries in the configuration table now, dead ones included (for tests).
 #[cfg(test)]
 pub(crate) fn entries() -> usize {
-    table().as_ref().map_or(0, |t| t.entries.len())
+    table().as_ref().map_or(0, |t| t.entries.map.len())
+}
+
+/// Entries in the profile table now, dead ones included (for tests).
+#[cfg(test)]
+pub(crate) fn profile_entries() -> usize {
+    profiles().as_ref().map_or(0, |t| t.map.len())
 }
 
 #[cfg(test)]
@@ -364,15 +465,73 @@ mod tests {
             };
             drop(Breaker::new(cfg, Arc::clone(&clock)).unwrap());
             if seed % 4096 == 0 {
-                largest = largest.max(entries());
+                largest = largest.max(entries()).max(profile_entries());
             }
         }
-        largest = largest.max(entries());
+        largest = largest.max(entries()).max(profile_entries());
         // Twice the configurations alive (those of the tests running alongside, a few dozen at
         // most) or the floor: far below the million made.
         assert!(largest <= 4 * SWEEP_FLOOR, "table grew to {largest} entries");
-        let cap = table().as_ref().unwrap().entries.capacity();
+        let cap = table().as_ref().unwrap().entries.map.capacity();
         assert!(cap <= 16 * SWEEP_FLOOR, "table kept room for {cap} entries");
+        let cap = profiles().as_ref().unwrap().map.capacity();
+        assert!(
+            cap <= 16 * SWEEP_FLOOR,
+            "profile table kept room for {cap} entries"
+        );
+    }
+
+    #[test]
+    fn breakers_on_one_clock_share_one_profile_and_other_clocks_only_the_configuration() {
+        let cfg = BreakerConfig {
+            seed: 0x5eed_0004,
+            ..BreakerConfig::default()
+        };
+        let one = clock();
+        let a = Breaker::new(cfg.clone(), Arc::clone(&one)).unwrap();
+        let b = Breaker::new(cfg.clone(), Arc::clone(&one)).unwrap();
+        let c = Breaker::new(cfg.clone(), clock()).unwrap();
+        assert!(
+            Arc::ptr_eq(&a.profile, &b.profile),
+            "one configuration, one clock: one profile"
+        );
+        assert!(
+            !Arc::ptr_eq(&a.profile, &c.profile),
+            "another clock, another profile"
+        );
+        assert!(
+            std::ptr::eq(a.config(), c.config()),
+            "the configuration is still shared"
+        );
+        assert!(Arc::ptr_eq(a.clock(), &one));
+        assert!(!Arc::ptr_eq(c.clock(), &one));
+        let weak = Arc::downgrade(&a.profile);
+        let key = profile_key(&a.profile.config, &one);
+        let present = || profiles().as_ref().unwrap().map.contains_key(&key);
+        assert!(present());
+        drop(a);
+        assert!(present(), "still used by another breaker");
+        assert_eq!(weak.strong_count(), 1);
+        drop(b);
+        assert_eq!(weak.strong_count(), 0, "the table does not keep it alive");
+        assert!(!present(), "the last breaker of a profile takes its entry along");
+        assert_eq!(
+            *c.config(),
+            cfg,
+            "its configuration lives on with the other profile"
+        );
+    }
+
+    #[test]
+    fn a_group_shares_its_template_and_clock_as_one_profile() {
+        let cfg = BreakerConfig {
+            seed: 0x5eed_0005,
+            ..BreakerConfig::default()
+        };
+        let group = crate::BreakerGroup::new(cfg, clock()).unwrap();
+        let (a, b) = (group.get("a"), group.get("b"));
+        assert!(Arc::ptr_eq(&a.profile, &b.profile));
+        assert_ne!(a.seed, b.seed, "each breaker keeps its own jitter seed");
     }
 
     #[test]
@@ -395,7 +554,7 @@ mod tests {
         let present = |c: &BreakerConfig| {
             let t = table();
             let t = t.as_ref().unwrap();
-            t.entries.contains_key(&t.hasher.hash_one(bits(c)))
+            t.entries.map.contains_key(&t.hasher.hash_one(bits(c)))
         };
         assert!(cfgs.iter().all(present));
         drop(breakers);
@@ -416,7 +575,7 @@ mod tests {
             let t = table();
             let t = t.as_ref().unwrap();
             let hash = t.hasher.hash_one(bits(&cfg));
-            t.entries[&hash].clone()
+            t.entries.map[&hash].clone()
         };
         assert_eq!(weak.strong_count(), 1, "held by the breaker alone");
         drop(b);

@@ -4,8 +4,9 @@
 
 use std::sync::atomic::Ordering;
 
+use super::word::FAST_PATH_COUNTING;
 use super::{Breaker, Effect, Outcome, Reason, State};
-use crate::metrics::counts::LazyCounts;
+use crate::metrics::counts::{Counts, LazyCounts};
 use crate::metrics::{Metric, Sample};
 
 // Striped counters.
@@ -56,16 +57,27 @@ fn state_index(s: State) -> usize {
 }
 
 impl Breaker {
+    /// Counts an admission decided off the closed fast path (a refusal, a probe). The word's
+    /// counting flag is read first: it is on the breaker's own cache line, where the counters
+    /// are two pointer hops away, and a breaker nobody reads the metrics of has it clear. A
+    /// decision racing the first metrics read may go uncounted, as a call made before it.
+    #[inline]
+    pub(super) fn count_allow_slow(&self, admitted: bool) {
+        if self.word.load(Ordering::Relaxed) & FAST_PATH_COUNTING != 0 {
+            self.count_allow(admitted);
+        }
+    }
+
     #[inline]
     pub(super) fn count_allow(&self, admitted: bool) {
-        if let Some(c) = self.counts.get() {
+        if let Some(c) = self.counts() {
             c.add(if admitted { ADMITTED } else { REFUSED }, 1);
         }
     }
 
     #[inline]
     pub(super) fn count_record(&self, outcome: &Outcome, effect: Effect) {
-        if let Some(c) = self.counts.get() {
+        if let Some(c) = self.counts() {
             c.add(OUTCOMES + outcome_index(outcome), 1);
             if effect == Effect::Stale {
                 c.add_rare(STALE, 1);
@@ -74,20 +86,27 @@ impl Breaker {
     }
 
     pub(super) fn count_probe(&self) {
-        if let Some(c) = self.counts.get() {
+        if let Some(c) = self.counts() {
             c.add_rare(PROBES, 1);
         }
     }
 
     pub(super) fn count_transition(&self, reason: Reason) {
-        if let Some(c) = self.counts.get() {
+        if let Some(c) = self.counts() {
             c.add_rare(TRANSITIONS + reason_index(reason), 1);
         }
     }
 
+    /// The metric counters, once counting has started: one more pointer hop than a slot of
+    /// the breaker's own, taken only when the word says counting is on (or on a slow path).
+    #[inline]
+    fn counts(&self) -> Option<&Counts<RARE>> {
+        self.slow.get().and_then(|s| s.counts.get())
+    }
+
     /// Starts counting for the metric model, if it has not started.
     pub(crate) fn enable_metrics(&self) {
-        self.counts.enable();
+        self.slow().counts.enable();
         self.word_counting();
     }
 
@@ -96,7 +115,7 @@ impl Breaker {
     /// probes and transitions by reason, zeros included. The first call starts counting (a
     /// call made before it is not counted); later calls only read. No clock is read.
     pub fn metrics(&self, out: &mut Vec<Sample>) {
-        let c = self.counts.enable();
+        let c = self.slow().counts.enable();
         self.word_counting();
         let state = state_index(State::from_bits(self.word.load(Ordering::Acquire)));
         for s in 0..5 {

@@ -47,18 +47,21 @@
 //! takes a mutex and at most one clock reading.
 //!
 //! # Memory
-//! A breaker holds inline only what the lock-free paths read (the word, the refusal deadline,
-//! the refusal count), its clock and a configuration shared with every breaker built from an
-//! equal one (`intern.rs`). The state the locked paths keep (probe windows and probes, the trip
-//! window, events, the listener, the fleet link, counters) is one block allocated the first time
-//! the lock is taken for a change (a failure, a trip, an operator's act, a snapshot): an idle
-//! closed breaker never allocates it.
+//! A breaker holds inline only what the lock-free paths read (the refusal block: the word, the
+//! refusal deadline, the refusal count, the sequence counter and the id), one pointer to the
+//! profile it shares with every breaker built from an equal configuration on the same clock
+//! (`intern.rs`), and its jitter seed: 56 bytes. The lock, the state the locked paths keep
+//! (probe windows and probes, the trip window, events, the listener, the fleet link, counters)
+//! and the metric counters' slot are one block allocated the first time the lock is taken for a
+//! change (a failure, a trip, an operator's act, a listener, a first metrics read): an idle
+//! closed breaker never allocates it, and neither does a snapshot of one.
 //!
 //! # Layout
 //! This file holds the contract and the public types. The breaker's parts, one concept a file:
 //! `config.rs`, the configuration and its rules; `intern.rs`, the one shared copy of each
-//! configuration in use; `word.rs`, the packed state word and the lock-free closed path;
-//! `probes.rs`, opening an episode, admission while open, probe windows and the ramp;
+//! configuration in use and of each profile (a configuration with a clock); `word.rs`, the
+//! packed state word and the lock-free closed path; `probes.rs`, opening an episode, admission
+//! while open, probe windows and the ramp;
 //! `permit.rs`, the permits; `events.rs`, state changes, their queue and the listener;
 //! `fleet.rs`, the link to a fleet (docs/fleet.md), consulted only under the lock; `refusal.rs`,
 //! the lock guard that publishes what a refusal needs, and the lock-free refusal.
@@ -96,6 +99,7 @@ use crate::error::{ConfigError, PermitError};
 use crate::sync::{AtomicU64, Mutex};
 use crate::trip::{TripPolicy, TripWindow};
 use events::Transition;
+use once_cell::race::OnceBox;
 use probes::InFlight;
 use refusal::SeqCounter;
 use word::{word_episode, word_failures};
@@ -296,9 +300,12 @@ impl Inner {
 
 /// A circuit breaker for one upstream. `Send + Sync`: share it (behind an `Arc`) between every
 /// thread that calls that upstream.
+//
 // `repr(C)` for the refusal block (docs/ffi.md "The refusal block"): the first five fields are
 // the block a binding reads in place, at the offsets `REFUSAL_BLOCK_*` name (word 0,
-// refuse_until 8, refusals 16, seq 24, id 28); the fields after it are the core's own.
+// refuse_until 8, refusals 16, seq 24, id 28); the fields after it are the core's own: the
+// shared profile (32), the seed (40) and the slot of the lazily made lock and state (48), 56
+// bytes in all (tests/footprint.rs).
 #[repr(C)]
 pub struct Breaker {
     word: AtomicU64,
@@ -312,20 +319,27 @@ pub struct Breaker {
     // refusal trusts the pair only when it read the same even value before and after them.
     seq: SeqCounter,
     id: u32,
-    clock: Arc<dyn Clock>,
-    // Shared by every breaker of a group; `seed` is this breaker's own jitter seed.
-    config: Arc<BreakerConfig>,
+    // The configuration and the clock, shared by every breaker built from an equal
+    // configuration on the same clock (every breaker of a group shares its template's): one
+    // pointer, and one more hop to the clock for a refusal.
+    profile: Arc<intern::Profile>,
+    // This breaker's own jitter seed (a group's breakers mix the key into the template's).
     seed: u64,
-    // Made the first time the lock is taken for a change; `None` while the breaker has only
-    // been closed (refusal.rs).
-    inner: Mutex<Option<Box<Inner>>>,
+    // The lock, the locked state and the metrics slot: made the first time the lock is taken
+    // for a change, absent (one null pointer) while the breaker has only been closed.
+    slow: OnceBox<Slow>,
+}
+
+/// What a breaker makes the first time it leaves the lock-free closed path.
+struct Slow {
+    inner: Mutex<Inner>,
     // Allocated on the first read of this breaker's metrics; one pointer until then.
     counts: metrics::BreakerCounts,
 }
 
 impl Drop for Breaker {
     fn drop(&mut self) {
-        intern::release(&self.config);
+        intern::release_profile(&self.profile);
     }
 }
 
@@ -333,7 +347,7 @@ impl std::fmt::Debug for Breaker {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Breaker")
             .field("id", &self.id)
-            .field("config", &self.config)
+            .field("config", &self.profile.config)
             .finish()
     }
 }
@@ -344,17 +358,24 @@ impl Breaker {
     /// Breakers built from equal configurations (every field equal, floats bit for bit) share
     /// one immutable copy of it: a process usually holds many breakers, one per upstream host,
     /// tenant or provider, made from one or a few configurations, and a copy each would cost
-    /// more than the breaker itself. The shared copy is found in a process-wide table under a
-    /// short lock taken here only, never by a call; the table holds no configuration alive
-    /// and stays bounded by the distinct configurations in use (`intern.rs`).
+    /// more than the breaker itself. Breakers that also share their clock (the same `Arc`)
+    /// share one profile of the two, so that a breaker holds one pointer for both. Both are
+    /// found in process-wide tables under short locks taken here and when a breaker is dropped,
+    /// never by a call; the tables hold nothing alive and stay bounded by the distinct
+    /// configurations and pairings in use (`intern.rs`). A breaker alone on its configuration
+    /// and clock allocates its profile (40 bytes).
     pub fn new(config: BreakerConfig, clock: Arc<dyn Clock>) -> Result<Breaker, ConfigError> {
         config.validate()?;
         let seed = config.seed;
-        Ok(Breaker::build(intern::intern(config), seed, clock))
+        Ok(Breaker::build(
+            intern::profile(intern::intern(config), clock),
+            seed,
+        ))
     }
 
     /// A closed breaker on a configuration shared with other breakers (a group shares its
-    /// template), seeding its jitter with `seed` instead of `config.seed`. Fails with
+    /// template), seeding its jitter with `seed` instead of `config.seed`; breakers given the
+    /// same `config` (by address) and `clock` share one profile of the two. Fails with
     /// [`ConfigError`] naming the first invalid field.
     pub fn with_shared_config(
         config: Arc<BreakerConfig>,
@@ -362,22 +383,20 @@ impl Breaker {
         clock: Arc<dyn Clock>,
     ) -> Result<Breaker, ConfigError> {
         config.validate()?;
-        Ok(Breaker::build(config, seed, clock))
+        Ok(Breaker::build(intern::profile(config, clock), seed))
     }
 
-    /// A closed breaker on a validated configuration.
-    fn build(config: Arc<BreakerConfig>, seed: u64, clock: Arc<dyn Clock>) -> Breaker {
+    /// A closed breaker on a validated configuration's profile.
+    fn build(profile: Arc<intern::Profile>, seed: u64) -> Breaker {
         Breaker {
-            word: AtomicU64::new(word::initial_word(config.trip.is_timed())),
+            word: AtomicU64::new(word::initial_word(profile.config.trip.is_timed())),
             refuse_until: AtomicU64::new(0),
             refusals: AtomicU64::new(0),
             seq: SeqCounter::new(0),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed).max(1),
-            clock,
-            config,
+            profile,
             seed,
-            inner: Mutex::new(None),
-            counts: metrics::BreakerCounts::new(),
+            slow: OnceBox::new(),
         }
     }
 
@@ -385,17 +404,17 @@ impl Breaker {
     /// [`BreakerGroup`](crate::BreakerGroup), the group's template: its jitter seed is the
     /// template's mixed with the key.
     pub fn config(&self) -> &BreakerConfig {
-        &self.config
+        &self.profile.config
     }
 
     /// Whether the trip policy counts over a time window (every outcome reads the clock).
     fn timed(&self) -> bool {
-        self.config.trip.is_timed()
+        self.config().trip.is_timed()
     }
 
     /// Consecutive failures that trip the breaker (`u64::MAX` for a timed policy).
     fn threshold(&self) -> u64 {
-        match self.config.trip {
+        match self.config().trip {
             TripPolicy::ConsecutiveFailures { threshold } => u64::from(threshold),
             _ => u64::MAX,
         }
@@ -403,7 +422,7 @@ impl Breaker {
 
     /// The clock this breaker reads.
     pub fn clock(&self) -> &Arc<dyn Clock> {
-        &self.clock
+        &self.profile.clock
     }
 
     /// This breaker's process-unique id (carried by its permits).
@@ -422,9 +441,7 @@ impl Breaker {
         if self.timed() {
             // Read without making the locked state: a breaker that never took the lock for a
             // change has counted nothing.
-            self.peek()
-                .as_deref()
-                .map_or(true, |i| i.window.failures(None) == 0)
+            self.peek().map_or(true, |i| i.window.failures(None) == 0)
         } else {
             word_failures(w) == 0
         }
@@ -457,7 +474,7 @@ impl Breaker {
         #[inline(never)]
         fn slow(b: &Breaker, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
             let r = b.allow_slow(now);
-            b.count_allow(r.is_ok());
+            b.count_allow_slow(r.is_ok());
             r
         }
         // Nothing here reads the result once the two arms meet (the fast arm counts itself in
@@ -521,7 +538,7 @@ impl Breaker {
 
     #[cold]
     fn record_slow(&self, permit: &Permit, outcome: Outcome, now: Option<&LazyNow<'_>>) -> Effect {
-        let own = LazyNow::new(&*self.clock);
+        let own = LazyNow::new(&*self.profile.clock);
         let now = now.unwrap_or(&own);
         let mut inner = self.lock();
         let w = self.word.load(Ordering::Acquire);
@@ -582,7 +599,7 @@ impl Breaker {
     }
 
     fn operator(&self, to: State, reason: Reason) {
-        let now = LazyNow::new(&*self.clock);
+        let now = LazyNow::new(&*self.profile.clock);
         let mut inner = self.lock();
         let w = self.word.load(Ordering::Acquire);
         let t = inner.at(&now);
@@ -600,21 +617,26 @@ impl Breaker {
     }
 
     /// A view of the breaker. Side-effect free: it never admits, expires or advances anything.
-    /// Reads the clock once.
+    /// Reads the clock once; allocates nothing for a breaker that has only been closed.
     pub fn snapshot(&self) -> Snapshot {
-        let now = LazyNow::new(&*self.clock);
-        let guard = self.peek();
+        let now = LazyNow::new(&*self.profile.clock);
         // A breaker that never took the lock for a change is in its initial state: read that
-        // rather than making the locked state for a read.
+        // rather than making the locked state for a read. The word is loaded before looking for
+        // that state: every write to the word is a release made by a thread that had made (or
+        // found) the state first (a lock holder; metrics starting to count; a fast-path reset
+        // of failures, which only a lock holder counts), so a load that saw any write is
+        // followed by a look that finds the state. Finding none, the word loaded is the
+        // initial one, which goes with the initial state.
+        let before = self.word.load(Ordering::Acquire);
+        let guard = self.peek();
         let fresh;
-        let inner = match guard.as_deref() {
-            Some(inner) => inner,
+        let (inner, w) = match guard.as_deref() {
+            Some(inner) => (inner, self.word.load(Ordering::Acquire)),
             None => {
-                fresh = Inner::new(&self.config, self.seed);
-                &fresh
+                fresh = Inner::new(&self.profile.config, self.seed);
+                (&fresh, before)
             }
         };
-        let w = self.word.load(Ordering::Acquire);
         let state = State::from_bits(w);
         let t = now.get();
         let open = matches!(state, State::Open | State::HalfOpen);

@@ -57,7 +57,7 @@ impl Breaker {
     /// `None`).
     #[cold]
     pub(super) fn allow_slow(&self, now: Option<&LazyNow<'_>>) -> Result<Permit, Refusal> {
-        let own = LazyNow::new(&*self.clock);
+        let own = LazyNow::new(&*self.profile.clock);
         let now = now.unwrap_or(&own);
         if let Some(refusal) = self.refuse_fast(now) {
             return Err(refusal);
@@ -83,7 +83,7 @@ impl Breaker {
             State::Open | State::HalfOpen => {
                 let t = inner.at(now);
                 inner.probes.retain(|p| p.alive(t));
-                let max = self.config.max_probes_in_flight as usize;
+                let max = self.config().max_probes_in_flight as usize;
                 if t >= inner.eligible_at
                     && (inner.window_admitted as usize) < max
                     && inner.probes.len() < max
@@ -92,7 +92,7 @@ impl Breaker {
                     inner.fleet_spend_grant(t);
                     let id = inner.next_probe;
                     inner.next_probe = inner.next_probe.wrapping_add(1).max(1);
-                    let timeout = self.config.probe_timeout.unwrap_or(inner.interval);
+                    let timeout = self.config().probe_timeout.unwrap_or(inner.interval);
                     inner.window_admitted += 1;
                     if inner.window_admitted as usize == max {
                         let next = t.saturating_add(inner.interval);
@@ -136,7 +136,7 @@ impl Breaker {
     /// window opens, or, while every slot is held by a live probe, when the first of them is
     /// lost, whichever is later. For an open or half-open breaker.
     pub(super) fn next_probe_in(&self, inner: &Inner, t: Instant) -> Duration {
-        let max = self.config.max_probes_in_flight as usize;
+        let max = self.config().max_probes_in_flight as usize;
         let mut until = inner.eligible_at;
         if inner.live_probes(t).count() >= max {
             if let Some(first) = inner.live_probes(t).map(InFlight::deadline).min() {
@@ -185,7 +185,7 @@ impl Breaker {
             match outcome {
                 Outcome::RetryLater(d) if !d.is_zero() => {
                     inner.recoveries = 0;
-                    let until = t.saturating_add(d.min(self.config.max_retry_later));
+                    let until = t.saturating_add(d.min(self.config().max_retry_later));
                     if until > inner.eligible_at {
                         inner.new_window(until);
                     }
@@ -205,7 +205,7 @@ impl Breaker {
             Outcome::Success | Outcome::Answer => {
                 inner.recoveries += 1;
                 inner.fleet_answer(true, t);
-                if inner.recoveries >= self.config.recoveries && inner.fleet_may_close() {
+                if inner.recoveries >= self.config().recoveries && inner.fleet_may_close() {
                     self.close(inner, w, t);
                 } else {
                     self.pace_ramp(inner);
@@ -217,7 +217,7 @@ impl Breaker {
                 // their answers are stale (docs/contract.md §3: any failure discards the count),
                 // as gobreaker's generation makes them.
                 inner.probes.clear();
-                let wait = d.min(self.config.max_retry_later);
+                let wait = d.min(self.config().max_retry_later);
                 inner.interval = wait;
                 // A deadline already known (a longer Retry-After learned meanwhile) stands.
                 let next = t.saturating_add(wait).max(inner.hold_until);
@@ -235,7 +235,7 @@ impl Breaker {
                 inner.recoveries = 0;
                 inner.probes.clear();
                 let step = inner.step;
-                inner.interval = self.config.open_interval.interval(step, &mut inner.rng);
+                inner.interval = self.config().open_interval.interval(step, &mut inner.rng);
                 inner.step = step.saturating_add(1);
                 // A Retry-After learned meanwhile is never brought forward by a failed probe;
                 // the window this probe re-armed is not a deadline and does not hold it.
@@ -260,7 +260,7 @@ impl Breaker {
         // the first probe may go); never slower than the interval in force, so a short
         // Retry-After keeps its own pace. Chosen once per ramp (one jitter draw).
         if inner.recoveries == 1 {
-            let first = self.config.open_interval.interval(0, &mut inner.rng);
+            let first = self.config().open_interval.interval(0, &mut inner.rng);
             inner.interval = first.min(inner.interval);
         }
         let ramp = inner.interval;
@@ -279,10 +279,10 @@ impl Breaker {
         let (wait, reason) = match retry_later {
             Some(d) => {
                 inner.step = 0;
-                (d.min(self.config.max_retry_later), Reason::RetryLater)
+                (d.min(self.config().max_retry_later), Reason::RetryLater)
             }
             None => {
-                let d = self.config.open_interval.interval(0, &mut inner.rng);
+                let d = self.config().open_interval.interval(0, &mut inner.rng);
                 inner.step = 1;
                 (d, Reason::Tripped)
             }

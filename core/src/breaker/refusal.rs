@@ -29,11 +29,12 @@ pub(super) use std::sync::atomic::AtomicU32 as SeqCounter;
 #[cfg(loom)]
 pub(super) use loom::sync::atomic::AtomicU32 as SeqCounter;
 
+use super::metrics::BreakerCounts;
 use super::word::{word_episode, FAST_PATH_COUNTING};
-use super::{Breaker, BreakerConfig, Inner, Refusal, State};
+use super::{Breaker, BreakerConfig, Inner, Refusal, Slow, State};
 use crate::backoff::Prng;
 use crate::clock::{Instant, LazyNow};
-use crate::sync::{AtomicU64, MutexGuard};
+use crate::sync::{AtomicU64, Mutex, MutexGuard};
 use crate::trip::TripWindow;
 
 /// Version of the refusal block's layout and of the refusal protocol below (docs/ffi.md "The
@@ -131,36 +132,27 @@ fn refuse(
 /// Dropping it publishes the refusal deadline and ends the sequence counter's odd stretch.
 pub(super) struct Locked<'a> {
     breaker: &'a Breaker,
-    guard: MutexGuard<'a, Option<Box<Inner>>>,
+    guard: MutexGuard<'a, Inner>,
 }
 
 impl Deref for Locked<'_> {
     type Target = Inner;
 
     fn deref(&self) -> &Inner {
-        match self.guard.as_deref() {
-            Some(inner) => inner,
-            // `Breaker::lock` makes the state before it hands out the guard.
-            None => unreachable!("the locked state is made before the guard is handed out"),
-        }
+        &self.guard
     }
 }
 
 impl DerefMut for Locked<'_> {
     fn deref_mut(&mut self) -> &mut Inner {
-        match self.guard.as_deref_mut() {
-            Some(inner) => inner,
-            None => unreachable!("the locked state is made before the guard is handed out"),
-        }
+        &mut self.guard
     }
 }
 
 impl Drop for Locked<'_> {
     fn drop(&mut self) {
         let b = self.breaker;
-        let Some(inner) = self.guard.as_deref_mut() else {
-            return;
-        };
+        let inner = &mut *self.guard;
         let until = refusal_deadline(inner);
         if until != inner.published {
             b.seq_begin(inner);
@@ -228,13 +220,23 @@ impl Inner {
 }
 
 impl Breaker {
+    /// The lock, the locked state and the metrics slot, made if this is the first time. Two
+    /// first callers racing both build one; one is kept and the other dropped unused.
+    pub(super) fn slow(&self) -> &Slow {
+        self.slow.get_or_init(|| {
+            Box::new(Slow {
+                inner: Mutex::new(Inner::new(&self.profile.config, self.seed)),
+                counts: BreakerCounts::new(),
+            })
+        })
+    }
+
     /// Takes the lock for a change, making the locked state if this is the first time.
     pub(super) fn lock(&self) -> Locked<'_> {
         // A panic while holding the lock cannot leave Inner half-updated in a way that breaks
         // an invariant worse than the panic itself; keep serving rather than poisoning every
         // caller of a shared breaker.
-        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        guard.get_or_insert_with(|| Box::new(Inner::new(&self.config, self.seed)));
+        let guard = self.slow().inner.lock().unwrap_or_else(|e| e.into_inner());
         Locked { breaker: self, guard }
     }
 
@@ -249,9 +251,10 @@ impl Breaker {
     }
 
     /// Takes the lock to read (or to change what no refusal reads) without making the locked
-    /// state: `None` while the breaker has only been closed.
-    pub(super) fn peek(&self) -> MutexGuard<'_, Option<Box<Inner>>> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    /// state: `None`, and no lock taken, while the breaker has only been closed.
+    pub(super) fn peek(&self) -> Option<MutexGuard<'_, Inner>> {
+        let slow = self.slow.get()?;
+        Some(slow.inner.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// A refusal without the lock: forced open on the word alone; open or half-open when the
@@ -307,13 +310,34 @@ mod tests {
 
     // What a closed, idle breaker holds (the configuration and the clock are shared): the
     // refusal block (the word, the refusal deadline and count, the lock's sequence and the id:
-    // 32 bytes, `repr(C)` at the start), its clock, configuration and seed, the lock with its
-    // lazily made state (16 bytes), and the lazily made metrics block. The block's fixed order
-    // must cost no padding: tests/footprint.rs pins the exact size.
+    // 32 bytes, `repr(C)` at the start), its profile and seed, and the slot of the lazily made
+    // lock, locked state and metrics. The block's fixed order must cost no padding:
+    // tests/footprint.rs pins the exact size.
     #[cfg(all(target_os = "linux", target_pointer_width = "64", not(loom)))]
     #[test]
-    fn an_idle_breaker_is_at_most_ninety_six_bytes() {
-        assert!(std::mem::size_of::<Breaker>() <= 96);
+    fn an_idle_breaker_is_at_most_fifty_six_bytes() {
+        assert!(std::mem::size_of::<Breaker>() <= 56);
+    }
+
+    #[test]
+    fn a_snapshot_of_an_idle_breaker_makes_no_locked_state() {
+        let (b, _) = incident_one();
+        let p = b.allow().unwrap();
+        b.record(p, Outcome::Success).unwrap();
+        let s = b.snapshot();
+        assert_eq!(
+            (s.state, s.episode, s.failures, s.opens),
+            (State::Closed, 0, 0, 0)
+        );
+        assert!(b.peek().is_none(), "read from the word and the initial state");
+        b.set_listener(None);
+        assert!(b.peek().is_none(), "removing no listener makes nothing");
+        b.metrics(&mut Vec::new());
+        assert!(b.peek().is_some(), "counting metrics makes the block");
+        let p = b.allow().unwrap();
+        b.record(p, Outcome::Failure).unwrap();
+        let s = b.snapshot();
+        assert_eq!((s.state, s.failures), (State::Closed, 1));
     }
 
     // The refusal block's layout is part of the C ABI (docs/ffi.md "The refusal block").
