@@ -63,3 +63,67 @@ fn a_snapshot_racing_the_first_locked_change_sees_one_consistent_state() {
     assert_eq!(after, ROUNDS, "every reader ends on the open breaker");
     assert!(before >= ROUNDS, "every reader saw the breaker before its trip");
 }
+
+/// A manual clock that runs a hook, once, inside the next reading: a deterministic stand-in for
+/// another thread acting between two of a reader's steps.
+struct HookClock {
+    inner: ManualClock,
+    hook: std::sync::Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl std::fmt::Debug for HookClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HookClock").field("inner", &self.inner).finish()
+    }
+}
+
+impl holdoff::Clock for HookClock {
+    fn now(&self) -> holdoff::Instant {
+        let hook = self.hook.lock().unwrap().take();
+        if let Some(hook) = hook {
+            hook();
+        }
+        self.inner.now()
+    }
+
+    fn wall_at(&self, t: holdoff::Instant) -> std::time::SystemTime {
+        self.inner.wall_at(t)
+    }
+}
+
+#[test]
+fn a_snapshot_of_an_idle_breaker_never_shows_refusals_of_a_later_trip() {
+    // The snapshot of a breaker that has only been closed reads the word, finds no locked state
+    // and reads the clock; another caller trips the breaker and is refused right then (the hook).
+    // The snapshot shows the breaker before the trip: closed, episode 0, never opened, and so
+    // never refused; the refusal belongs to the open breaker a later snapshot shows.
+    let clock = Arc::new(HookClock {
+        inner: ManualClock::new(),
+        hook: std::sync::Mutex::new(None),
+    });
+    let cfg = BreakerConfig {
+        trip: TripPolicy::ConsecutiveFailures { threshold: 1 },
+        open_interval: Backoff::constant(Duration::from_secs(60)),
+        ..BreakerConfig::default()
+    };
+    let b = Arc::new(Breaker::new(cfg, clock.clone()).unwrap());
+    let other = Arc::clone(&b);
+    *clock.hook.lock().unwrap() = Some(Box::new(move || {
+        let p = other.allow().unwrap();
+        assert_eq!(other.record(p, Outcome::Failure).unwrap(), Effect::Counted);
+        let r = other.allow().unwrap_err();
+        assert_eq!(r.state, State::Open);
+    }));
+    let snap = b.snapshot();
+    assert_eq!(
+        (snap.state, snap.episode, snap.opens, snap.refusals),
+        (State::Closed, 0, 0, 0),
+        "{snap:?}"
+    );
+    let snap = b.snapshot();
+    assert_eq!(
+        (snap.state, snap.episode, snap.opens, snap.refusals),
+        (State::Open, 1, 1, 1),
+        "{snap:?}"
+    );
+}

@@ -265,11 +265,17 @@ impl Breaker {
 
     /// Removes the link: the breaker is purely local again.
     pub(crate) fn fleet_unlink(&self) {
+        if !self.may_have_link() {
+            return;
+        }
         self.lock().fleet = None;
     }
 
     /// Sets the callback called (outside the lock) whenever an op is pushed.
     pub(crate) fn fleet_set_waker(&self, waker: Option<Waker>) {
+        if !self.may_have_link() {
+            return;
+        }
         if let Some(l) = self.lock().fleet.as_deref_mut() {
             l.waker = waker;
         }
@@ -278,6 +284,11 @@ impl Breaker {
     /// Attaches or detaches the link. Detaching drops the outbox and any grant: the breaker is
     /// today's local breaker until it re-attaches.
     pub(crate) fn fleet_set_attached(&self, attached: bool) {
+        if !self.may_have_link() {
+            return;
+        }
+        // The lock for a change, not a peek: attaching decides whether a refusal may be
+        // published for the lock-free path, which releasing this lock recomputes.
         if let Some(l) = self.lock().fleet.as_deref_mut() {
             if l.attached && !attached {
                 l.outbox.clear();
@@ -290,7 +301,15 @@ impl Breaker {
 
     /// Whether the link is attached (false without a link).
     pub(crate) fn fleet_attached(&self) -> bool {
-        self.lock().fleet.as_deref().is_some_and(|l| l.attached)
+        self.peek()
+            .is_some_and(|i| i.fleet.as_deref().is_some_and(|l| l.attached))
+    }
+
+    /// Whether the locked state, where a link lives, has been made: a breaker that has only been
+    /// closed has no link, and asking about one (as any binding may, of any breaker) must not
+    /// make the state. A link attached concurrently is ordered after such a call.
+    fn may_have_link(&self) -> bool {
+        self.slow.get().is_some()
     }
 
     /// The longest wait this breaker's configuration can produce: its open interval's cap, its
@@ -495,5 +514,22 @@ impl Breaker {
         }
         self.finish(inner);
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::breaker::tests::incident_one;
+
+    #[test]
+    fn asking_a_local_breaker_about_its_fleet_makes_no_locked_state() {
+        // A binding may ask any breaker whether it is attached; a breaker without a link
+        // answers false, and one that has only been closed stays as small as it was.
+        let (b, _) = incident_one();
+        assert!(!b.fleet_attached());
+        b.fleet_set_attached(false);
+        b.fleet_set_waker(None);
+        b.fleet_unlink();
+        assert!(b.peek().is_none(), "no link to find: nothing made");
     }
 }

@@ -565,6 +565,93 @@ mod tests {
     }
 
     #[test]
+    fn a_stale_entry_under_a_reused_clock_address_is_never_returned() {
+        // A profile's entry outlives it when its last two holders let go at once (each sees the
+        // other's reference): the entry is dead, and the clock the profile held is freed. A new
+        // clock made at that same address gives the same key; the dead entry must not answer
+        // for it, and the breaker reads the new clock, not a stale one.
+        let config = intern(BreakerConfig {
+            seed: 0x5eed_0006,
+            ..BreakerConfig::default()
+        });
+        let old: Arc<dyn crate::Clock> = Arc::new(ManualClock::new());
+        let old_addr = Arc::as_ptr(&old).cast::<()>() as usize;
+        let b = Breaker::with_shared_config(Arc::clone(&config), 1, old).unwrap();
+        let extra = Arc::clone(&b.profile);
+        let key = profile_key(&config, b.clock());
+        drop(b);
+        drop(extra);
+        let dead = profiles().as_ref().unwrap().map.get(&key).cloned();
+        assert!(
+            dead.is_some_and(|w| w.strong_count() == 0),
+            "the entry is left dead"
+        );
+        let mut made = Vec::new();
+        let reused = loop {
+            let clock = ManualClock::new();
+            clock.set(crate::Instant::from_millis(7_000)).unwrap();
+            let c: Arc<dyn crate::Clock> = Arc::new(clock);
+            if Arc::as_ptr(&c).cast::<()>() as usize == old_addr {
+                break Some(c);
+            }
+            made.push(c);
+            if made.len() == 1000 {
+                break None;
+            }
+        };
+        let Some(new) = reused else {
+            // The allocator never gave the address back: no stale key to test.
+            return;
+        };
+        let b = Breaker::with_shared_config(Arc::clone(&config), 2, Arc::clone(&new)).unwrap();
+        assert!(Arc::ptr_eq(b.clock(), &new));
+        assert_eq!(b.clock().now(), crate::Instant::from_millis(7_000));
+        assert_eq!(profile_key(&b.profile.config, b.clock()), key);
+    }
+
+    #[test]
+    fn breakers_made_and_dropped_on_many_threads_share_the_live_profile() {
+        // Threads make and drop breakers on one configuration and clock while one breaker holds
+        // the profile throughout: each new breaker finds that profile. Then, with none held, every
+        // breaker gets a live profile of exactly its configuration and clock, and once all are
+        // gone the table keeps no live profile for the key.
+        let cfg = BreakerConfig {
+            seed: 0x5eed_0007,
+            ..BreakerConfig::default()
+        };
+        let clock = clock();
+        let held = Breaker::new(cfg.clone(), Arc::clone(&clock)).unwrap();
+        let key = profile_key(&held.profile.config, &clock);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..2_000 {
+                        let b = Breaker::new(cfg.clone(), Arc::clone(&clock)).unwrap();
+                        assert!(Arc::ptr_eq(&b.profile, &held.profile));
+                    }
+                });
+            }
+        });
+        drop(held);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..2_000 {
+                        let b = Breaker::new(cfg.clone(), Arc::clone(&clock)).unwrap();
+                        assert!(Arc::ptr_eq(b.clock(), &clock));
+                        assert_eq!(*b.config(), cfg);
+                    }
+                });
+            }
+        });
+        let left = profiles().as_ref().unwrap().map.get(&key).cloned();
+        assert!(
+            left.map_or(true, |w| w.strong_count() == 0),
+            "no profile kept alive"
+        );
+    }
+
+    #[test]
     fn an_unused_configuration_is_freed() {
         let cfg = BreakerConfig {
             seed: 0x5eed_0003,

@@ -626,15 +626,21 @@ impl Breaker {
         // found) the state first (a lock holder; metrics starting to count; a fast-path reset
         // of failures, which only a lock holder counts), so a load that saw any write is
         // followed by a look that finds the state. Finding none, the word loaded is the
-        // initial one, which goes with the initial state.
+        // initial one, which goes with the initial state, and so do no refusals: the refusal
+        // count is read only with the locked state found, since another caller may trip the
+        // breaker and be refused after the look found none.
         let before = self.word.load(Ordering::Acquire);
         let guard = self.peek();
         let fresh;
-        let (inner, w) = match guard.as_deref() {
-            Some(inner) => (inner, self.word.load(Ordering::Acquire)),
+        let (inner, w, refusals) = match guard.as_deref() {
+            Some(inner) => (
+                inner,
+                self.word.load(Ordering::Acquire),
+                self.refusals.load(Ordering::Relaxed),
+            ),
             None => {
                 fresh = Inner::new(&self.profile.config, self.seed);
-                (&fresh, before)
+                (&fresh, before, 0)
             }
         };
         let state = State::from_bits(w);
@@ -666,7 +672,7 @@ impl Breaker {
             opens: inner.opens,
             closes: inner.closes,
             probes: inner.probes_admitted,
-            refusals: self.refusals.load(Ordering::Relaxed),
+            refusals,
             stale_answers: inner.stale,
             events_dropped: inner.events_dropped,
         }
