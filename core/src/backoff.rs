@@ -79,10 +79,13 @@ impl Backoff {
     }
 
     /// The un-jittered, capped interval for step `n` (0-based). Saturates: huge `n` gives `max`.
+    ///
+    /// Computed in nanoseconds with IEEE basic operations only (see [`pow_by_squaring`]), then
+    /// truncated to whole nanoseconds, so the result is the same on every platform.
     pub fn base(&self, n: u32) -> Duration {
         let initial = duration_nanos(self.initial) as f64;
         let max = duration_nanos(self.max);
-        let grown = initial * self.multiplier.powi(n.min(i32::MAX as u32) as i32);
+        let grown = initial * pow_by_squaring(self.multiplier, n);
         if !grown.is_finite() || grown >= max as f64 {
             return self.max;
         }
@@ -100,6 +103,29 @@ impl Backoff {
         let nanos = duration_nanos(base) as f64 * (1.0 - self.jitter * u);
         let millis = (nanos / 1e6).round().max(1.0);
         Duration::from_millis(millis as u64)
+    }
+}
+
+/// `base^exp` by binary exponentiation, using only IEEE multiplications (correctly rounded on
+/// every platform). `f64::powi` is not used because its precision is unspecified: a platform, a
+/// constant folder or an interpreter (Miri perturbs it by a few ULP on purpose) may return
+/// `2.0^2` a few ULP below 4, and the truncation to whole nanoseconds then turns 120 s into
+/// 119.999999999 s (119999 ms). The multiplications are those of compiler-rt's and libgcc's
+/// `__powidf2`, the routine a natively compiled `powi` with a run-time exponent calls, in the
+/// same order, so natively computed schedules are bit for bit what they were. Integer
+/// multipliers give exact powers while they stay below 2^53. At most 32 squarings; overflow
+/// gives infinity.
+fn pow_by_squaring(mut base: f64, mut exp: u32) -> f64 {
+    let mut result = 1.0;
+    loop {
+        if exp & 1 == 1 {
+            result *= base;
+        }
+        exp >>= 1;
+        if exp == 0 {
+            return result;
+        }
+        base *= base;
     }
 }
 
@@ -141,6 +167,30 @@ mod tests {
         let got: Vec<u64> = (0..7).map(|n| b.base(n).as_millis() as u64).collect();
         assert_eq!(got, [30_000, 60_000, 120_000, 240_000, 300_000, 300_000, 300_000]);
         assert_eq!(b.base(u32::MAX), Duration::from_secs(300));
+    }
+
+    #[test]
+    fn powers_are_exact_for_integer_multipliers_and_match_powi_natively() {
+        assert_eq!(pow_by_squaring(2.0, 0), 1.0);
+        assert_eq!(pow_by_squaring(2.0, 1), 2.0);
+        assert_eq!(pow_by_squaring(3.0, 33), 5_559_060_566_555_523.0);
+        assert_eq!(pow_by_squaring(2.0, 1024), f64::INFINITY);
+        assert_eq!(pow_by_squaring(1.0, u32::MAX), 1.0);
+        let b = Backoff::exponential(Duration::from_nanos(1), 3.0, Duration::MAX);
+        assert_eq!(b.base(33), Duration::from_nanos(5_559_060_566_555_523));
+        // Natively, powi is compiler-rt's __powidf2: the same multiplications in the same order,
+        // so the schedules computed before and after this function are bit for bit the same.
+        // Miri deliberately perturbs powi, so the comparison only holds outside it.
+        #[cfg(not(miri))]
+        for m in [1.0, 1.1, 1.5, 1.7, 2.0, 2.5, 3.0, std::f64::consts::E, 10.0] {
+            for n in 0..70 {
+                assert_eq!(
+                    pow_by_squaring(m, n).to_bits(),
+                    m.powi(std::hint::black_box(n as i32)).to_bits(),
+                    "{m}^{n}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -455,6 +455,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "a million breakers take hours under Miri")]
     fn the_table_stays_bounded_over_a_million_distinct_seeds() {
         let clock = clock();
         let mut largest = 0;
@@ -622,10 +623,12 @@ mod tests {
         let clock = clock();
         let held = Breaker::new(cfg.clone(), Arc::clone(&clock)).unwrap();
         let key = profile_key(&held.profile.config, &clock);
+        // Miri runs each breaker thousands of times slower: a few rounds still interleave.
+        let rounds = if cfg!(miri) { 20 } else { 2_000 };
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
-                    for _ in 0..2_000 {
+                    for _ in 0..rounds {
                         let b = Breaker::new(cfg.clone(), Arc::clone(&clock)).unwrap();
                         assert!(Arc::ptr_eq(&b.profile, &held.profile));
                     }
@@ -636,7 +639,7 @@ mod tests {
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
-                    for _ in 0..2_000 {
+                    for _ in 0..rounds {
                         let b = Breaker::new(cfg.clone(), Arc::clone(&clock)).unwrap();
                         assert!(Arc::ptr_eq(b.clock(), &clock));
                         assert_eq!(*b.config(), cfg);
