@@ -12,7 +12,6 @@ import java.lang.invoke.VarHandle
 import java.lang.ref.Reference
 import java.nio.ByteBuffer
 import java.nio.ByteOrder
-import java.util.concurrent.atomic.AtomicIntegerFieldUpdater
 import kotlin.time.Duration.Companion.nanoseconds
 
 /**
@@ -84,6 +83,16 @@ class FastPath internal constructor(
         if (buf != null) {
             val w = load(buf)
             if (w and admitMask == 0L) return WordPermit(this, (w ushr 32).toInt(), 0)
+        }
+        return acquireFromLibrary(buf)
+    }
+
+    /**
+     * [acquire] when the word does not admit: the library's answer. A method of its own so that
+     * [acquire] stays small enough for the JIT to inline at the caller.
+     */
+    private fun acquireFromLibrary(buf: ByteBuffer?): Permit {
+        if (buf != null) {
             val a = direct()
             when ((a and KIND_MASK).toInt()) {
                 KIND_ADMITTED -> return WordPermit(this, (a ushr 2).toInt(), (a ushr 34).toInt())
@@ -315,7 +324,13 @@ internal class WordPermit(val fast: FastPath, private val episode: Int, private 
 
     private fun take() {
         check(!uniffiIsDestroyed) { "Permit object has already been destroyed" }
-        if (!RECORDED.compareAndSet(this, 0, 1)) throw HoldoffException.PermitAlreadyRecorded()
+        // A lock rather than a compare-and-set: both make the take atomic, but the JIT drops a
+        // lock on a permit that never leaves the caller's frame, and never drops a
+        // compare-and-set (which costs about as much as the rest of acquire and recordSuccess).
+        synchronized(this) {
+            if (recorded != 0) throw HoldoffException.PermitAlreadyRecorded()
+            recorded = 1
+        }
     }
 
     override fun record(outcome: Outcome): Effect {
@@ -325,23 +340,20 @@ internal class WordPermit(val fast: FastPath, private val episode: Int, private 
             fast.word.record(episode.toUInt(), probe.toUInt(), outcome)
         } catch (e: HoldoffException.InvalidInput) {
             // Refused before it was taken, as the library's permits are: still recordable.
-            recorded = 0
+            synchronized(this) { recorded = 0 }
             throw e
         }
     }
 
     override fun recordSuccess() {
         take()
-        if (probe != 0 || !fast.cleanSuccess(episode)) {
-            fast.word.record(episode.toUInt(), probe.toUInt(), Outcome.Success)
-        }
+        if (probe != 0 || !fast.cleanSuccess(episode)) recordInLibrary(Outcome.Success)
     }
+
+    // Out of line for the same reason as FastPath.acquireFromLibrary: the clean success above
+    // stays small enough to inline.
+    private fun recordInLibrary(outcome: Outcome): Effect = fast.word.record(episode.toUInt(), probe.toUInt(), outcome)
 
     override fun toString(): String =
         "Permit(breaker=${fast.breakerId}, episode=${episode()}, probe=${isProbe()}, recorded=${isRecorded()})"
-
-    private companion object {
-        val RECORDED: AtomicIntegerFieldUpdater<WordPermit> =
-            AtomicIntegerFieldUpdater.newUpdater(WordPermit::class.java, "recorded")
-    }
 }
