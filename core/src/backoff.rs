@@ -80,7 +80,7 @@ impl Backoff {
 
     /// The un-jittered, capped interval for step `n` (0-based). Saturates: huge `n` gives `max`.
     ///
-    /// Computed in nanoseconds with IEEE basic operations only (see [`pow_by_squaring`]), then
+    /// Computed in nanoseconds with IEEE basic operations only (see `pow_by_squaring`), then
     /// truncated to whole nanoseconds, so the result is the same on every platform.
     pub fn base(&self, n: u32) -> Duration {
         let initial = duration_nanos(self.initial) as f64;
